@@ -1,0 +1,73 @@
+"""Output helpers shared by the command modules (CLI layer only)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import typer
+
+
+def emit_json(obj: Any) -> None:
+    """Print ``obj`` as stable, indented JSON on stdout."""
+    typer.echo(json.dumps(obj, indent=2, sort_keys=False, default=str))
+
+
+def warn(msg: str) -> None:
+    typer.echo(f"warning: {msg}", err=True)
+
+
+def table(rows: list[list[str]], headers: list[str]) -> str:
+    """A plain fixed-width table (no colour), stable for tests."""
+    cols = [headers, *rows]
+    widths = [max(len(str(r[i])) for r in cols) for i in range(len(headers))]
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
+    out = [line(headers), line(["-" * w for w in widths])]
+    out += [line(r) for r in rows]
+    return "\n".join(out)
+
+
+class CliProgress:
+    """Progress for the terminal: a rich bar on a TTY, one line per event otherwise."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.tty = sys.stderr.isatty()
+        self._rich: Any = None
+        self._tasks: dict[str, Any] = {}
+
+    def start(self, label: str, total: int | None = None) -> None:
+        if not self.enabled:
+            return
+        if self.tty:
+            from rich.progress import Progress as RichProgress
+
+            if self._rich is None:
+                self._rich = RichProgress(transient=False)
+                self._rich.start()
+            self._tasks[label] = self._rich.add_task(label, total=total)
+        else:
+            typer.echo(f"[start] {label}" + (f" ({total})" if total else ""), err=True)
+
+    def advance(self, label: str, n: int = 1, detail: str = "") -> None:
+        if not self.enabled:
+            return
+        if self._rich is not None and label in self._tasks:
+            self._rich.update(self._tasks[label], advance=n,
+                              description=f"{label} {detail}".strip())
+        else:
+            typer.echo(f"[....] {label} {detail}".rstrip(), err=True)
+
+    def finish(self, label: str, detail: str = "") -> None:
+        if not self.enabled:
+            return
+        if self._rich is not None and label in self._tasks:
+            task = self._tasks.pop(label)
+            self._rich.update(task, completed=self._rich.tasks[task].total or 1,
+                              description=f"{label} {detail}".strip())
+            if not self._tasks:
+                self._rich.stop()
+                self._rich = None
+        else:
+            typer.echo(f"[done] {label} {detail}".rstrip(), err=True)

@@ -1,0 +1,64 @@
+"""Shared fixtures: the miniature world."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+UPSTREAM = (REPO / ".." / "shared" / "upstream").resolve()
+UPSTREAM_LB = UPSTREAM / "jarvis_leaderboard"
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture
+def upstream() -> Path:
+    """The ../shared/upstream mirror; skips cleanly when absent."""
+    if not UPSTREAM_LB.is_dir():
+        pytest.skip("../shared/upstream is not present on this machine")
+    return UPSTREAM
+
+
+@pytest.fixture
+def write_files(tmp_path: Path) -> Callable[[dict[str, str | bytes]], Path]:
+    """``write_files({"a/b.py": "import x"})`` writes dedented files under tmp_path."""
+
+    def _write(files: dict[str, str | bytes], base: Path | None = None) -> Path:
+        root = base or tmp_path
+        for rel, content in files.items():
+            p = root / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                p.write_bytes(content)
+            else:
+                p.write_text(textwrap.dedent(content).lstrip("\n"), encoding="utf-8")
+        return root
+
+    return _write
+
+
+@pytest.fixture
+def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PYREPRO_CACHE", str(cache))
+    return cache
+
+
+def have(program: str) -> bool:
+    return shutil.which(program) is not None
+
+
+def nix_env() -> dict[str, str]:
+    """Environment for offline nix commands (flakes on, no substituters)."""
+    env = dict(os.environ)
+    env["NIX_CONFIG"] = "experimental-features = nix-command flakes\nsubstituters =\nsandbox = false\nbuild-users-group ="
+    return env

@@ -1,0 +1,43 @@
+"""Test doubles shared by the test modules."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from pyrepro.errors import ExternalToolError
+from pyrepro.proc import Completed
+
+
+@dataclass
+class FakeRunner:
+    """Records every argv; answers from ``responses`` (first matching prefix wins).
+
+    A response is a ``Completed``, or a callable ``(argv, cwd, env) -> Completed`` that may
+    also write files (e.g. fake ``pdm lock`` writing ``pdm.lock``).
+    """
+
+    responses: list[tuple[tuple[str, ...], Completed | Callable[..., Completed]]] = field(default_factory=list)
+    calls: list[tuple[tuple[str, ...], Path | None, Mapping[str, str] | None]] = field(default_factory=list)
+
+    def on(self, prefix: Sequence[str], response: Completed | Callable[..., Completed] | str = "",
+           returncode: int = 0, stderr: str = "") -> FakeRunner:
+        if isinstance(response, str):
+            response = Completed(tuple(prefix), returncode, response, stderr)
+        self.responses.append((tuple(prefix), response))
+        return self
+
+    def __call__(self, cmd: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
+                 check: bool = True, timeout: float | None = None, stdout_file: IO[str] | None = None,
+                 stderr_file: IO[str] | None = None, input: str | None = None) -> Completed:
+        argv = tuple(str(c) for c in cmd)
+        self.calls.append((argv, cwd, env))
+        for prefix, resp in self.responses:
+            if argv[: len(prefix)] == prefix:
+                done = resp(argv, cwd, env) if callable(resp) else resp
+                if check and done.returncode != 0:
+                    raise ExternalToolError(argv, done.returncode, done.stderr, done.stdout)
+                return done
+        raise AssertionError(f"FakeRunner: unexpected command {argv}")

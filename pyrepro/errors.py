@@ -156,3 +156,14 @@ def exit_code_for(exc: BaseException) -> int:
         if klass in EXIT_CODES:
             return EXIT_CODES[klass]
     return 1
+
+
+def toml_error_line(exc: Exception) -> int | None:
+    """The line number of a ``tomllib.TOMLDecodeError`` (Python < 3.14 has it only in the text)."""
+    import re
+
+    line = getattr(exc, "lineno", None)
+    if isinstance(line, int):
+        return line
+    m = re.search(r"at line (\d+)", str(exc))
+    return int(m.group(1)) if m else None

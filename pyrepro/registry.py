@@ -10,7 +10,7 @@ Schema (``schema = 1``), every key documented in docs/model-toml.md::
     python = "3.10"                        # target interpreter, major.minor
     gpu = "none"                           # none | optional | required
     benchmarks = ["ssub_formula_energy", ...]
-    submitted = 2023-06-01                 # TOML date: bounds date-bounded locking
+    submitted = "2023-06-01"               # ISO date string (Nix's fromTOML rejects TOML dates)
 
     [source]                               # the pinned upstream folder
     repository = "https://github.com/usnistgov/jarvis_leaderboard"
@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from pyrepro.errors import InputError, NotFoundError
+from pyrepro.errors import InputError, NotFoundError, toml_error_line
 
 GpuNeed = Literal["none", "optional", "required"]
 GPU_NEEDS: tuple[str, ...] = ("none", "optional", "required")
@@ -225,8 +225,7 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
     try:
         data = tomllib.loads(raw)
     except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", None)
-        raise InputError(f"not valid TOML: {exc}", path=path, line=line,
+        raise InputError(f"not valid TOML: {exc}", path=path, line=toml_error_line(exc),
                          hint="fix the TOML syntax; see docs/model-toml.md") from exc
     r = _Reader(path, data)
     r.unknown({"schema", "name", "upstream_name", "aliases", "title", "python", "gpu", "benchmarks",
@@ -242,9 +241,16 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
     gpu = r.str("gpu", default="none")
     if gpu not in GPU_NEEDS:
         raise r.fail("gpu", f"invalid value {gpu!r}", "use one of none, optional, required")
-    submitted = data.get("submitted")
-    if submitted is not None and not isinstance(submitted, dt.date):
-        raise r.fail("submitted", "expected a TOML date", "write submitted = 2023-05-02 (no quotes)")
+    submitted_raw = data.get("submitted")
+    submitted: dt.date | None = None
+    if submitted_raw is not None:
+        if not isinstance(submitted_raw, str):
+            raise r.fail("submitted", "expected an ISO date string (Nix cannot read TOML dates)",
+                         'write submitted = "2023-05-02"')
+        try:
+            submitted = dt.date.fromisoformat(submitted_raw)
+        except ValueError as exc:
+            raise r.fail("submitted", f"invalid date {submitted_raw!r}", 'write submitted = "2023-05-02"') from exc
 
     s = r.table("source")
     s.unknown({"repository", "commit", "subdir", "tree", "nar_hash"})

@@ -1,0 +1,538 @@
+"""Error-guided relaxation of a requirement set (pure: no I/O, no subprocesses).
+
+``pyrepro.lock`` runs the resolver; when it fails, this module reads the resolver's
+message (pdm or pip), turns it into ``Problem`` records (``diagnose``), and picks ONE
+relaxation from the ordered rule registry ``RULES`` (``relax``). Each rule is a small
+function ``rule(problem, reqs, facts) -> Step | None``; the first rule that applies wins,
+so every lock attempt changes exactly one thing and the log says why.
+
+Requirements are PEP 508 strings; a requirement set is a ``tuple[str, ...]``. ``Facts``
+carries what the caller looked up for the rules (available versions per package), so the
+rules stay pure and are tested on recorded messages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+ProblemKind = Literal["not-found", "conflict", "build-failed", "network", "timeout", "unknown"]
+
+#: Distributions known under another name. Keys are canonical names as a submission may
+#: write them (import names, conda names, deprecated dummies); values are PyPI names.
+RENAMES: Mapping[str, str] = {
+    "sklearn": "scikit-learn",
+    "sko": "scikit-opt",
+    "py-xgboost-gpu": "xgboost",
+    "py-xgboost": "xgboost",
+    "py-xgboost-cpu": "xgboost",
+    "pytorch": "torch",
+    "pytorch-cpu": "torch",
+    "pytorch-gpu": "torch",
+    "tensorflow-gpu": "tensorflow",
+    "jarvis": "jarvis-tools",
+    "ignite": "pytorch-ignite",
+    "yaml": "pyyaml",
+    "pyg": "torch-geometric",
+    "cv2": "opencv-python",
+    "pil": "pillow",
+    "skimage": "scikit-image",
+    "matplotlib-base": "matplotlib",
+    "lightgbm-gpu": "lightgbm",
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing the resolver complained about."""
+
+    kind: ProblemKind
+    package: str = ""  # canonical name ("" when the message names none)
+    requirements: tuple[str, ...] = ()  # the conflicting/unsatisfiable requirement strings
+    index: str = ""  # for network problems: the index or host
+    excerpt: str = ""  # the lines of the message this was read from
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "package": self.package, "requirements": list(self.requirements),
+                "index": self.index, "excerpt": self.excerpt}
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Looked-up facts the rules may use. ``versions[name]`` is every release of ``name``
+    on the index (strings, any order); a name mapped to ``()`` does not exist there."""
+
+    versions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One relaxation: which rule, what changed, and the requirement set after it."""
+
+    rule: str
+    package: str
+    before: str  # requirement string before ("" when added)
+    after: str  # requirement string after ("" when dropped)
+    reason: str
+    requirements: tuple[str, ...]
+    trigger: str = ""  # the resolver text that triggered it
+
+    @property
+    def summary(self) -> str:
+        if not self.after:
+            return f"{self.rule}: dropped {self.before!r}"
+        if not self.before:
+            return f"{self.rule}: added {self.after!r}"
+        return f"{self.rule}: {self.before!r} -> {self.after!r}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"rule": self.rule, "package": self.package, "before": self.before, "after": self.after,
+                "reason": self.reason, "trigger": self.trigger}
+
+
+Rule = Callable[[Problem, tuple[str, ...], Facts], Step | None]
+
+
+# --------------------------------------------------------------------------- requirements
+
+def req_name(req: str) -> str:
+    """Canonical distribution name of a PEP 508 string (best effort on bad strings)."""
+    try:
+        return canonicalize_name(Requirement(req).name)
+    except InvalidRequirement:
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+        return canonicalize_name(m.group(1)) if m else req.strip().lower()
+
+
+def _parse(req: str) -> Requirement | None:
+    try:
+        return Requirement(req)
+    except InvalidRequirement:
+        return None
+
+
+def _format(name: str, r: Requirement | None, spec: str) -> str:
+    extras = f"[{','.join(sorted(r.extras))}]" if r is not None and r.extras else ""
+    marker = f"; {r.marker}" if r is not None and r.marker is not None else ""
+    return f"{name}{extras}{spec}{marker}"
+
+
+def find(reqs: Sequence[str], name: str) -> list[int]:
+    """Indices of the requirements on distribution ``name``."""
+    key = canonicalize_name(name)
+    return [i for i, r in enumerate(reqs) if req_name(r) == key]
+
+
+def pinned_version(req: str) -> str | None:
+    """The version of an ``==X`` / ``===X`` requirement, else None."""
+    r = _parse(req)
+    if r is None:
+        m = re.search(r"===?\s*([^\s;,]+)", req)
+        return m.group(1) if m else None
+    specs = list(r.specifier)
+    if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
+        return specs[0].version
+    return None
+
+
+def narrowness(req: str) -> int:
+    """Smaller is narrower: 0 exact pin, 1 wildcard/compatible pin, 2 two-sided range,
+    3 one-sided bound, 4 unconstrained (or unparsable)."""
+    r = _parse(req)
+    if r is None:
+        return 4
+    ops = [s.operator for s in r.specifier]
+    if not ops:
+        return 4
+    if any(s.operator in ("==", "===") and "*" not in s.version for s in r.specifier):
+        return 0
+    if any(o in ("~=", "==") for o in ops):
+        return 1
+    if any(o in ("<", "<=") for o in ops) and any(o in (">", ">=") for o in ops):
+        return 2
+    return 3
+
+
+def _release(v: str) -> tuple[int, ...] | None:
+    try:
+        return Version(v).release
+    except InvalidVersion:
+        return None
+
+
+def nearest_version(wanted: str, available: Iterable[str]) -> str | None:
+    """The available final release closest to ``wanted`` (by release-segment distance;
+    ties go to the older one, which is closer to the authors' era)."""
+    w = _release(wanted)
+    if w is None:
+        return None
+    best: tuple[tuple[int, ...], Version] | None = None
+    for a in available:
+        try:
+            av = Version(a)
+        except InvalidVersion:
+            continue
+        if av.is_prerelease or av.is_devrelease or av == Version(wanted):
+            continue
+        width = max(len(w), len(av.release))
+        ww = w + (0,) * (width - len(w))
+        aa = av.release + (0,) * (width - len(av.release))
+        # lexicographic distance: the first differing segment dominates
+        dist = tuple(abs(x - y) for x, y in zip(ww, aa, strict=True))
+        key = (dist, av)
+        if best is None or key[0] < best[0] or (key[0] == best[0] and av < best[1]):
+            best = key
+    return str(best[1]) if best is not None else None
+
+
+def strip_local(spec_version: str) -> str:
+    return spec_version.split("+", 1)[0]
+
+
+# --------------------------------------------------------------------------- diagnosis
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_PDM_NO_RESOLUTION = re.compile(r"Unable to find a resolution for (\S+)")
+_PDM_NO_CANDIDATES = re.compile(r"Unable to find candidates for (\S+?)\.? ")
+_PDM_CONFLICT_LINE = re.compile(r"^\s{2,}(\S.*?) \(from (.+)\)\s*$")
+_PIP_NO_VERSION = re.compile(
+    r"Could not find a version that satisfies the requirement (\S+)(?: \(from versions: ([^)]*)\))?")
+_PIP_NO_DIST = re.compile(r"No matching distribution found for (\S+)")
+_PIP_CONFLICT_HEAD = re.compile(r"Cannot install (.+?) because these package versions have conflicting dependencies")
+_PIP_USER_REQ = re.compile(r"^\s*The user requested (\S.*?)\s*$")
+_PIP_DEPENDS = re.compile(r"^\s*(\S+) (\S+) depends on (\S.*?)\s*$")
+_PIP_RESOLUTION_IMPOSSIBLE = re.compile(r"ResolutionImpossible")
+_BUILD_FAILED = re.compile(
+    r"(?:Failed to build|Error occurs when (?:building|preparing)|metadata-generation-failed|"
+    r"Failed to prepare metadata|BuildError).*?([A-Za-z0-9][A-Za-z0-9._-]*?)[-@ ](?:\d|\()",
+)
+_SKLEARN_DUMMY = re.compile(r"The 'sklearn' PyPI package is deprecated")
+_NETWORK = re.compile(
+    r"(?:ConnectError|ConnectTimeout|ReadTimeout|Name or service not known|Temporary failure in name "
+    r"resolution|Network is unreachable|Connection refused|Max retries exceeded|HTTPSConnectionPool|"
+    r"Failed to establish a new connection|All attempts to connect to (\S+) failed|"
+    r"Failed to connect to)")
+_URL = re.compile(r"https?://([A-Za-z0-9.-]+)(/[^\s'\")]*)?")
+_TIMEOUT = re.compile(r"timed out after (\d+(?:\.\d+)?) s")
+
+
+def _clean(text: str) -> str:
+    return _ANSI.sub("", text).replace("\r", "")
+
+
+def _pdm_conflicts(lines: list[str], start: int) -> list[str]:
+    out: list[str] = []
+    for line in lines[start + 1:]:
+        if line.strip().startswith("because of the following conflicts"):
+            continue
+        m = _PDM_CONFLICT_LINE.match(line)
+        if not m:
+            if out:
+                break
+            continue
+        out.append(f"{m.group(1)} (from {m.group(2)})")
+    return out
+
+
+def _package_from_url(path: str) -> str:
+    """``/simple/numpy/`` or ``/packages/.../numpy-1.2.whl`` -> ``numpy``."""
+    m = re.search(r"/simple/([^/]+)/?", path)
+    if m:
+        return canonicalize_name(m.group(1))
+    m = re.search(r"/([A-Za-z0-9_.]+?)-\d[^/]*\.(?:whl|tar\.gz|zip)", path)
+    return canonicalize_name(m.group(1)) if m else ""
+
+
+def diagnose(text: str) -> tuple[Problem, ...]:
+    """Read a pdm/pip resolver error message and return what it complains about.
+
+    Unrecognised text gives one ``unknown`` problem carrying the last lines, so callers
+    always have something to report.
+    """
+    text = _clean(text)
+    lines = text.splitlines()
+    problems: list[Problem] = []
+    seen: set[tuple[str, str]] = set()
+
+    def add(p: Problem) -> None:
+        key = (p.kind, p.package)
+        if key not in seen:
+            seen.add(key)
+            problems.append(p)
+
+    tm = _TIMEOUT.search(text)
+    if tm:
+        add(Problem("timeout", excerpt=tm.group(0)))
+
+    # network failures first: the resolver's other complaints are then consequences
+    for i, line in enumerate(lines):
+        if _NETWORK.search(line):
+            host, pkg = "", ""
+            for probe in lines[max(0, i - 3): i + 3]:
+                for um in _URL.finditer(probe):
+                    host = host or um.group(1)
+                    pkg = pkg or _package_from_url(um.group(2) or "")
+            add(Problem("network", package=pkg, index=host, excerpt=line.strip()))
+
+    if _SKLEARN_DUMMY.search(text):
+        add(Problem("build-failed", package="sklearn", excerpt=_SKLEARN_DUMMY.search(text).group(0)))  # type: ignore[union-attr]
+
+    for i, line in enumerate(lines):
+        m = _PDM_NO_RESOLUTION.search(line)
+        if m:
+            name = canonicalize_name(m.group(1))
+            conflicts = _pdm_conflicts(lines, i)
+            block = "\n".join(lines[i: i + 2 + len(conflicts)]).strip()
+            if conflicts:
+                add(Problem("conflict", package=name, requirements=tuple(conflicts), excerpt=block))
+            else:
+                add(Problem("not-found", package=name, excerpt=block))
+            continue
+        m = _PDM_NO_CANDIDATES.search(line)
+        if m:
+            add(Problem("not-found", package=canonicalize_name(m.group(1)), excerpt=line.strip()))
+            continue
+        m = _PIP_NO_VERSION.search(line)
+        if m:
+            name = req_name(m.group(1))
+            add(Problem("not-found", package=name, requirements=(m.group(1),), excerpt=line.strip()))
+            continue
+        m = _PIP_NO_DIST.search(line)
+        if m:
+            add(Problem("not-found", package=req_name(m.group(1)), requirements=(m.group(1),),
+                        excerpt=line.strip()))
+            continue
+
+    head = _PIP_CONFLICT_HEAD.search(text)
+    if head or _PIP_RESOLUTION_IMPOSSIBLE.search(text):
+        reqs: list[str] = []
+        for line in lines:
+            um = _PIP_USER_REQ.match(line)
+            if um:
+                reqs.append(f"{um.group(1)} (from project)")
+                continue
+            dm = _PIP_DEPENDS.match(line)
+            if dm:
+                reqs.append(f"{dm.group(3).replace(' and ', ',')} (from {dm.group(1)}@{dm.group(2)})")
+        if reqs:
+            names = [req_name(r.split(" (from ")[0]) for r in reqs]
+            # the package the conflict is about: the one named most often
+            pkg = max(dict.fromkeys(names), key=names.count)
+            excerpt = "\n".join(ln for ln in lines if "conflict" in ln.lower() or "requested" in ln
+                                or " depends on " in ln).strip()
+            add(Problem("conflict", package=pkg, requirements=tuple(r for r in reqs), excerpt=excerpt))
+
+    for line in lines:
+        bm = _BUILD_FAILED.search(line)
+        if bm:
+            add(Problem("build-failed", package=canonicalize_name(bm.group(1)), excerpt=line.strip()))
+
+    if not problems:
+        tail = "\n".join(ln for ln in lines if ln.strip())
+        add(Problem("unknown", excerpt="\n".join(tail.splitlines()[-8:])))
+    return tuple(problems)
+
+
+def pip_versions(text: str) -> tuple[str, ...]:
+    """Versions from ``pip index versions`` output (``Available versions: 1.2, 1.1``) or from a
+    pip ``(from versions: ...)`` clause. ``()`` when none are listed."""
+    text = _clean(text)
+    m = re.search(r"Available versions:\s*(.+)", text)
+    if m:
+        return tuple(v.strip() for v in m.group(1).split(",") if v.strip())
+    m = re.search(r"\(from versions: ([^)]*)\)", text)
+    if m and m.group(1).strip() != "none":
+        return tuple(v.strip() for v in m.group(1).split(",") if v.strip())
+    return ()
+
+
+# --------------------------------------------------------------------------- rules
+
+def _edit(reqs: tuple[str, ...], index: int, new: str) -> tuple[str, ...]:
+    out = list(reqs)
+    if new:
+        out[index] = new
+    else:
+        del out[index]
+    # a rename or widening may make two entries identical: keep the first
+    return tuple(dict.fromkeys(out))
+
+
+def rule_strip_local_version(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
+    """``torch==1.12.1+cu113`` -> ``torch==1.12.1``: local version labels name a build
+    from another index (PyTorch's CUDA wheels); PyPI only has the plain release."""
+    if p.kind not in ("not-found", "conflict"):
+        return None
+    for i in find(reqs, p.package):
+        r = _parse(reqs[i])
+        if r is None or not any("+" in s.version for s in r.specifier):
+            continue
+        spec = ",".join(f"{s.operator}{strip_local(s.version)}" for s in r.specifier)
+        new = _format(r.name, r, spec)
+        return Step("strip-local-version", p.package, reqs[i], new,
+                    "local version labels (+cu113, +cpu) exist only on the vendor's index",
+                    _edit(reqs, i, new))
+    return None
+
+
+def rule_rename(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
+    """A distribution known under another name (import name, conda name, dummy package)."""
+    if p.kind not in ("not-found", "build-failed"):
+        return None
+    target = RENAMES.get(p.package)
+    if target is None:
+        return None
+    if p.kind == "not-found" and facts.versions.get(p.package):
+        # it exists under this name; the problem is the version, not the name
+        if p.package != "sklearn":
+            return None
+    for i in find(reqs, p.package):
+        r = _parse(reqs[i])
+        spec = str(r.specifier) if r is not None else ""
+        if p.package == "sklearn":
+            spec = ""  # the dummy's versions say nothing about scikit-learn's
+        new = _format(target, r, spec)
+        return Step("rename", p.package, reqs[i], new,
+                    f"{p.package!r} is known on PyPI as {target!r}", _edit(reqs, i, new))
+    return None
+
+
+def rule_nearest_release(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
+    """A pinned version that does not exist moves to the nearest existing release."""
+    if p.kind != "not-found":
+        return None
+    available = facts.versions.get(p.package)
+    if not available:
+        return None
+    for i in find(reqs, p.package):
+        wanted = pinned_version(reqs[i])
+        if wanted is None:
+            continue
+        if wanted in available:
+            continue
+        near = nearest_version(strip_local(wanted), available)
+        if near is None:
+            continue
+        r = _parse(reqs[i])
+        new = _format(r.name if r else p.package, r, f"=={near}")
+        return Step("nearest-release", p.package, reqs[i], new,
+                    f"{p.package} {wanted} does not exist on the index; nearest release is {near}",
+                    _edit(reqs, i, new))
+    # a range no release satisfies (e.g. ">=9"): drop the bound
+    for i in find(reqs, p.package):
+        r = _parse(reqs[i])
+        if r is None or not r.specifier:
+            continue
+        if any(r.specifier.contains(v, prereleases=False) for v in available):
+            continue
+        new = _format(r.name, r, "")
+        return Step("nearest-release", p.package, reqs[i], new,
+                    f"no release of {p.package} satisfies {r.specifier}; unconstrained",
+                    _edit(reqs, i, new))
+    return None
+
+
+def _widened(req: str) -> str | None:
+    """One widening step: ``==1.2.3`` -> ``~=1.2`` (same minor series, newer patch
+    allowed... then same major), anything else -> unconstrained."""
+    r = _parse(req)
+    if r is None or not r.specifier:
+        return None
+    v = pinned_version(req)
+    if v is not None:
+        rel = _release(strip_local(v))
+        if rel is not None and len(rel) >= 2:
+            return _format(r.name, r, f">={rel[0]}.{rel[1]},<{rel[0] + 1}")
+    return _format(r.name, r, "")
+
+
+def rule_widen_conflict(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
+    """A conflict widens the narrowest conflicting pin that is ours to change (a direct
+    requirement): an exact pin first becomes a same-major range, then is dropped."""
+    if p.kind != "conflict":
+        return None
+    candidates: list[tuple[int, int, int]] = []  # (narrowness, order, index)
+    names = {p.package} | {req_name(r.split(" (from ")[0]) for r in p.requirements}
+    for order, name in enumerate(sorted(names)):
+        for i in find(reqs, name):
+            candidates.append((narrowness(reqs[i]), order, i))
+    # duplicates of one package among the direct requirements: drop the narrower one
+    for name in names:
+        idx = find(reqs, name)
+        if len(idx) > 1:
+            idx.sort(key=lambda j: (narrowness(reqs[j]), j))
+            drop = idx[0]
+            keep = [reqs[j] for j in idx[1:]]
+            return Step("widen-conflict", name, reqs[drop], "",
+                        f"{name} is required more than once ({', '.join([reqs[drop], *keep])}); "
+                        f"dropped the narrowest", _edit(reqs, drop, ""))
+    for narrow, _, i in sorted(candidates):
+        if narrow >= 4:
+            continue
+        new = _widened(reqs[i])
+        if new is None or new == reqs[i]:
+            continue
+        what = "widened" if _parse(new) is not None and _parse(new).specifier else "dropped the version of"  # type: ignore[union-attr]
+        return Step("widen-conflict", req_name(reqs[i]), reqs[i], new,
+                    f"{what} the narrowest conflicting pin", _edit(reqs, i, new))
+    return None
+
+
+def rule_drop_unbuildable(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
+    """A direct requirement whose metadata cannot be built and that has no known
+    replacement gets its version bound dropped (a newer release may build)."""
+    if p.kind != "build-failed" or p.package in RENAMES:
+        return None
+    for i in find(reqs, p.package):
+        r = _parse(reqs[i])
+        if r is None or not r.specifier:
+            continue
+        new = _format(r.name, r, "")
+        return Step("unbuildable-unpin", p.package, reqs[i], new,
+                    f"{p.package} could not be built at the pinned version", _edit(reqs, i, new))
+    return None
+
+
+#: The ordered rule registry: the first rule that returns a step wins.
+RULES: tuple[tuple[str, Rule], ...] = (
+    ("strip-local-version", rule_strip_local_version),
+    ("rename", rule_rename),
+    ("nearest-release", rule_nearest_release),
+    ("widen-conflict", rule_widen_conflict),
+    ("unbuildable-unpin", rule_drop_unbuildable),
+)
+
+
+def relax(message: str | Sequence[Problem], reqs: Sequence[str], facts: Facts = Facts(),
+          rules: Sequence[tuple[str, Rule]] = RULES) -> Step | None:
+    """One relaxation step for ``reqs`` given the resolver's ``message`` (or problems already
+    diagnosed), or ``None`` when no rule applies (the caller gives up)."""
+    problems = diagnose(message) if isinstance(message, str) else tuple(message)
+    reqs_t = tuple(reqs)
+    for p in problems:
+        if p.kind in ("network", "timeout", "unknown"):
+            continue
+        for _name, rule in rules:
+            step = rule(p, reqs_t, facts)
+            if step is not None and step.requirements != reqs_t:
+                return replace(step, trigger=p.excerpt)
+    return None
+
+
+def packages_to_look_up(problems: Iterable[Problem]) -> list[str]:
+    """Names whose release lists the rules need (for ``Facts.versions``)."""
+    return sorted({p.package for p in problems if p.kind == "not-found" and p.package})
+
+
+def satisfies(spec: str, version: str) -> bool:
+    try:
+        return SpecifierSet(spec).contains(version, prereleases=True)
+    except Exception:
+        return False

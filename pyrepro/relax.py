@@ -389,10 +389,8 @@ def rule_rename(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
     target = RENAMES.get(p.package)
     if target is None:
         return None
-    if p.kind == "not-found" and facts.versions.get(p.package):
-        # it exists under this name; the problem is the version, not the name
-        if p.package != "sklearn":
-            return None
+    # applies even when the name exists on the index: 'sko' there is an unrelated 2015
+    # project and 'sklearn' a dummy, while the submission means scikit-opt / scikit-learn
     for i in find(reqs, p.package):
         r = _parse(reqs[i])
         spec = str(r.specifier) if r is not None else ""

@@ -1,0 +1,773 @@
+"""Locking: a hash-checked ``pdm.lock`` per model, by a recorded, ordered strategy.
+
+``lock_model(spec, paths, runner)`` runs the pinned ``pdm lock`` for the model's Python on
+linux x86_64 (and aarch64 when that resolves too) and tries, in order:
+
+1. ``as-declared``: the model's pyproject (declared pins + reviewed overrides);
+2. ``date-bounded``: the same, with nothing newer than the submission date
+   (``pdm lock --exclude-newer``);
+3. ``relaxed``: error-guided relaxation, one rule of ``pyrepro.relax.RULES`` per attempt,
+   each step logged with the resolver text that triggered it;
+4. give up with a report (category 4).
+
+The outcome is written to ``models/<name>/lock.toml`` (category, strategy, attempts, steps,
+drift from the declared versions, fidelity notes, seconds). ``pdm.lock`` is replaced only
+after a successful lock (temp file + ``os.replace``): a failed or interrupted lock leaves the
+previous one untouched.
+
+``check_lock(spec)`` verifies offline that ``pdm.lock``'s content hash equals the hash pdm
+computes from ``pyproject.toml`` and that every package file has ``file`` and ``hash``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import tomlkit
+
+from pyrepro import proc, relax
+from pyrepro.errors import (
+    ExternalToolError,
+    InputError,
+    MissingToolError,
+    NetworkError,
+    NotFoundError,
+    ResolutionError,
+)
+from pyrepro.paths import Paths
+from pyrepro.proc import Runner
+from pyrepro.progress import NULL_PROGRESS, Progress
+from pyrepro.registry import ModelSpec
+from pyrepro.types import Location
+
+Strategy = Literal["as-declared", "date-bounded", "relaxed"]
+STRATEGIES: tuple[Strategy, ...] = ("as-declared", "date-bounded", "relaxed")
+CATEGORIES = {
+    1: "as declared",
+    2: "automatically relaxed",
+    3: "needed a reviewed override in model.toml",
+    4: "failed",
+}
+PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_28_aarch64")
+AUTO_REASON = "auto-relaxed by pyrepro lock"
+#: Distributions that lock fine but are placeholders that refuse to install.
+DUMMIES = {"sklearn": "the deprecated 'sklearn' dummy on PyPI refuses to install; use scikit-learn"}
+RECORD_SCHEMA = 1
+MAX_STEPS = 8
+DEFAULT_TIMEOUT = 20 * 60.0
+
+
+# --------------------------------------------------------------------------- records
+
+@dataclass(frozen=True)
+class Attempt:
+    """One run of the resolver."""
+
+    strategy: Strategy
+    requirements: tuple[str, ...]
+    ok: bool
+    seconds: float
+    exclude_newer: str | None = None
+    error: str = ""  # the resolver text (trimmed) when it failed
+    problems: tuple[relax.Problem, ...] = ()
+    aarch64: str = ""  # "locked", or why not
+
+    def to_json(self) -> dict[str, object]:
+        return {"strategy": self.strategy, "ok": self.ok, "seconds": round(self.seconds, 1),
+                "exclude_newer": self.exclude_newer, "error": self.error,
+                "requirements": list(self.requirements), "aarch64": self.aarch64,
+                "problems": [p.to_json() for p in self.problems]}
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A locked version that differs from a declared one."""
+
+    package: str
+    declared: str
+    locked: str
+    why: str
+    location: Location | None = None
+
+    def __str__(self) -> str:
+        return f"{self.package} {self.declared} → {self.locked}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"package": self.package, "declared": self.declared, "locked": self.locked,
+                "why": self.why, "location": self.location.to_json() if self.location else None}
+
+
+@dataclass(frozen=True)
+class LockOutcome:
+    name: str
+    category: int
+    strategy: Strategy | None
+    attempts: tuple[Attempt, ...]
+    steps: tuple[relax.Step, ...]
+    drift: tuple[Drift, ...]
+    fidelity: tuple[str, ...]
+    overrides: tuple[tuple[str, str, str], ...]  # reviewed (name, spec, reason)
+    requirements: tuple[str, ...]  # as locked
+    seconds: float
+    python: str
+    targets: tuple[str, ...] = ()
+    packages: int = 0
+    content_hash: str = ""
+    exclude_newer: str | None = None
+    lock_path: Path | None = None
+    record_path: Path | None = None
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.category in (1, 2, 3)
+
+    @property
+    def label(self) -> str:
+        return CATEGORIES[self.category]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name, "category": self.category, "label": self.label,
+            "strategy": self.strategy, "python": self.python, "targets": list(self.targets),
+            "packages": self.packages, "seconds": round(self.seconds, 1),
+            "exclude_newer": self.exclude_newer, "content_hash": self.content_hash,
+            "drift": [d.to_json() for d in self.drift], "fidelity": list(self.fidelity),
+            "overrides": [{"name": n, "spec": s, "reason": r} for n, s, r in self.overrides],
+            "steps": [s.to_json() for s in self.steps],
+            "attempts": [a.to_json() for a in self.attempts],
+            "requirements": list(self.requirements),
+            "lock": str(self.lock_path) if self.lock_path else None,
+            "record": str(self.record_path) if self.record_path else None,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class LockProblem:
+    """One thing ``check_lock`` found wrong."""
+
+    path: Path
+    message: str
+    key: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.path}{f' [{self.key}]' if self.key else ''}: {self.message}"
+
+
+@dataclass(frozen=True)
+class LockRequest:
+    """What to lock: a folder with a pyproject.toml, and the facts about its model."""
+
+    name: str
+    project_dir: Path
+    python: str
+    submitted: dt.date | None = None
+    overrides: tuple[tuple[str, str, str], ...] = ()
+    fidelity: tuple[str, ...] = ()
+    model_toml: Path | None = None
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec) -> LockRequest:
+        reviewed = tuple((p.name, p.spec, p.reason) for p in spec.dependencies.pins
+                         if not p.reason.startswith(AUTO_REASON))
+        fidelity = []
+        for n, s, r in reviewed:
+            fidelity.append(f"reviewed pin {n}{s}: {r}")
+        for es in spec.extra_sources:
+            fidelity.append(f"{es.name} is a git source ({es.repository}@{es.commit[:8]}), not in the lock; "
+                            "its declared dependencies are locked instead")
+        return cls(name=spec.name, project_dir=spec.dir, python=spec.python, submitted=spec.submitted,
+                   overrides=reviewed, fidelity=tuple(fidelity), model_toml=spec.path)
+
+
+# --------------------------------------------------------------------------- pyproject / hash
+
+def read_pyproject(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise NotFoundError(f"{path} does not exist",
+                            hint="generate it first: pyrepro generate NAME") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML: {exc}", path=path, line=getattr(exc, "lineno", None)) from exc
+
+
+def content_hash(pyproject: dict[str, Any]) -> str:
+    """``sha256:<hex>`` exactly as pdm 2.29 computes it (``PyProject.content_hash``) for a
+    project that is not a workspace root."""
+    project = pyproject.get("project", {})
+    settings = pyproject.get("tool", {}).get("pdm", {})
+    groups: dict[str, list[Any]] = {}
+    for group, deps in pyproject.get("dependency-groups", {}).items():
+        groups[_norm(group)] = list(deps)
+    for group, deps in settings.get("dev-dependencies", {}).items():
+        groups.setdefault(_norm(group), []).extend(deps)
+    dump = {
+        "sources": settings.get("source", []),
+        "dependencies": project.get("dependencies", []),
+        "dev-dependencies": groups,
+        "optional-dependencies": project.get("optional-dependencies", {}),
+        "requires-python": project.get("requires-python", ""),
+        "resolution": settings.get("resolution", {}),
+    }
+    text = json.dumps(dump, sort_keys=True)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def with_dependencies(pyproject_text: str, reqs: Sequence[str]) -> str:
+    """The pyproject text with ``[project] dependencies`` replaced (formatting kept)."""
+    doc = tomlkit.parse(pyproject_text)
+    arr = tomlkit.array()
+    arr.multiline(True)
+    for r in reqs:
+        arr.append(r)
+    doc.setdefault("project", tomlkit.table())["dependencies"] = arr  # type: ignore[index]
+    return tomlkit.dumps(doc)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# --------------------------------------------------------------------------- check
+
+def check_lock_dir(project_dir: Path) -> list[LockProblem]:
+    """Offline check of ``project_dir/pdm.lock`` against ``project_dir/pyproject.toml``."""
+    pyproject_path = project_dir / "pyproject.toml"
+    lock_path = project_dir / "pdm.lock"
+    problems: list[LockProblem] = []
+    if not pyproject_path.is_file():
+        return [LockProblem(pyproject_path, "missing; generate it first (pyrepro generate NAME)")]
+    if not lock_path.is_file():
+        return [LockProblem(lock_path, "missing; create it with: pyrepro lock NAME")]
+    try:
+        pyproject = read_pyproject(pyproject_path)
+    except InputError as exc:
+        return [LockProblem(pyproject_path, str(exc))]
+    try:
+        lock = tomllib.loads(lock_path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        return [LockProblem(lock_path, f"not valid TOML: {exc}; relock with: pyrepro lock NAME")]
+    recorded = lock.get("metadata", {}).get("content_hash", "")
+    expected = content_hash(pyproject)
+    if recorded != expected:
+        problems.append(LockProblem(
+            lock_path, f"content_hash {recorded or '(none)'} does not match {pyproject_path.name} "
+            f"({expected}): the lock is stale; relock with: pyrepro lock {project_dir.name}",
+            "metadata.content_hash"))
+    if "static_urls" in lock.get("metadata", {}).get("strategy", []):
+        problems.append(LockProblem(lock_path, "locked with static_urls: dream2nix needs file+hash entries",
+                                    "metadata.strategy"))
+    packages = lock.get("package", [])
+    if not packages and pyproject.get("project", {}).get("dependencies"):
+        problems.append(LockProblem(lock_path, "has no packages", "package"))
+    for i, pkg in enumerate(packages):
+        name = pkg.get("name", f"#{i}")
+        files = pkg.get("files")
+        if not files:
+            if any(k in pkg for k in ("git", "url", "path")):
+                continue  # a VCS/url/path package has no index files
+            problems.append(LockProblem(lock_path, f"package {name} {pkg.get('version', '')} has no files",
+                                        f"package[{i}].files"))
+            continue
+        for j, f in enumerate(files):
+            if not f.get("file") or not f.get("hash"):
+                problems.append(LockProblem(
+                    lock_path, f"package {name}: entry {j} lacks {'file' if not f.get('file') else 'hash'}"
+                    f" ({f})", f"package[{i}].files[{j}]"))
+            elif not re.fullmatch(r"sha256:[0-9a-f]{64}", f["hash"]):
+                problems.append(LockProblem(lock_path, f"package {name}: bad hash {f['hash']!r}",
+                                            f"package[{i}].files[{j}].hash"))
+    return problems
+
+
+def check_lock(spec: ModelSpec) -> list[LockProblem]:
+    """Offline check of a registry model's lock (see ``check_lock_dir``), plus its record."""
+    problems = check_lock_dir(spec.dir)
+    record = spec.dir / "lock.toml"
+    if not record.is_file():
+        problems.append(LockProblem(record, f"missing; create it with: pyrepro lock {spec.name}"))
+    else:
+        try:
+            data = tomllib.loads(record.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            return [*problems, LockProblem(record, f"not valid TOML: {exc}")]
+        if data.get("category") not in CATEGORIES:
+            problems.append(LockProblem(record, "category must be 1..4", "category"))
+        lock_path = spec.dir / "pdm.lock"
+        if data.get("category") in (1, 2, 3) and lock_path.is_file():
+            lock_hash = tomllib.loads(lock_path.read_text(encoding="utf-8")).get("metadata", {}).get(
+                "content_hash")
+            if data.get("content_hash") != lock_hash:
+                problems.append(LockProblem(record, f"content_hash {data.get('content_hash')} is not the "
+                                            f"lock's ({lock_hash}); relock with: pyrepro lock {spec.name}",
+                                            "content_hash"))
+    return problems
+
+
+# --------------------------------------------------------------------------- interpreters
+
+def find_python(version: str) -> Path:
+    """An interpreter for ``major.minor``: ``$PYENV_ROOT`` (or ~/.pyenv) versions, then PATH."""
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    if root.is_dir():
+        for cand in sorted(root.glob(f"{version}.*"), reverse=True):
+            exe = cand / "bin" / "python"
+            if exe.is_file():
+                return exe
+    found = proc.which(f"python{version}")
+    if found:
+        return Path(found)
+    raise MissingToolError(f"no Python {version} interpreter found (pyenv versions or python{version} on PATH)",
+                           hint=f"install it, e.g. 'pyenv install {version}'")
+
+
+def pdm_command() -> list[str]:
+    """The pinned pdm from pyrepro's own environment."""
+    exe = Path(sys.executable).with_name("pdm")
+    if exe.is_file():
+        return [str(exe)]
+    return [sys.executable, "-m", "pdm"]
+
+
+# --------------------------------------------------------------------------- running pdm
+
+@dataclass(frozen=True)
+class _Run:
+    ok: bool
+    text: str
+    seconds: float
+    lock_text: str = ""
+    aarch64: str = ""
+
+
+def _pdm_env(python_exe: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"PDM_CHECK_UPDATE": "false", "PDM_USE_VENV": "false", "PDM_NON_INTERACTIVE": "1",
+                "PDM_IGNORE_SAVED_PYTHON": "1", "NO_COLOR": "1", "TERM": "dumb"})
+    env.pop("PDM_PROJECT", None)
+    env.pop("PDM_LOCKFILE", None)
+    if python_exe is not None:
+        env["PDM_PYTHON"] = str(python_exe)
+    return env
+
+
+def _lock_args(python: str, platform: str, exclude_newer: str | None) -> list[str]:
+    args = ["--python", f"=={python}.*", "--platform", platform, "--implementation", "cpython"]
+    if exclude_newer:
+        args += ["--exclude-newer", exclude_newer]
+    return args
+
+
+def _run_pdm(workdir: Path, python: str, exclude_newer: str | None, *, runner: Runner,
+             python_exe: Path | None, timeout: float, aarch64: bool) -> _Run:
+    env = _pdm_env(python_exe)
+    start = time.monotonic()
+    cmd = [*pdm_command(), "lock", "-p", str(workdir), *_lock_args(python, PLATFORMS[0], exclude_newer)]
+    try:
+        done = runner(cmd, cwd=workdir, env=env, check=False, timeout=timeout)
+    except ExternalToolError as exc:  # the default runner's timeout
+        return _Run(False, exc.stderr or str(exc), time.monotonic() - start)
+    text = (done.stderr + "\n" + done.stdout).strip()
+    lock_file = workdir / "pdm.lock"
+    if done.returncode != 0 or not lock_file.is_file():
+        return _Run(False, text or f"pdm lock exited with {done.returncode}", time.monotonic() - start)
+    note = "not tried"
+    if aarch64:
+        saved = lock_file.read_text(encoding="utf-8")
+        left = max(60.0, timeout - (time.monotonic() - start))
+        cmd2 = [*pdm_command(), "lock", "-p", str(workdir), "--append",
+                *_lock_args(python, PLATFORMS[1], exclude_newer)]
+        try:
+            d2 = runner(cmd2, cwd=workdir, env=env, check=False, timeout=left)
+            if d2.returncode == 0:
+                note = "locked"
+            else:
+                problems = relax.diagnose(d2.stderr + "\n" + d2.stdout)
+                note = "not locked: " + "; ".join(p.excerpt.splitlines()[0] if p.excerpt else p.kind
+                                                  for p in problems)
+                lock_file.write_text(saved, encoding="utf-8")
+        except ExternalToolError as exc:
+            note = f"not locked: {exc.stderr or exc}"
+            lock_file.write_text(saved, encoding="utf-8")
+    return _Run(True, text, time.monotonic() - start, lock_file.read_text(encoding="utf-8"), note)
+
+
+def _trim(text: str, lines: int = 25) -> str:
+    keep = [ln for ln in relax._clean(text).splitlines()
+            if ln.strip() and "virtualenv" not in ln.lower() and "use_venv" not in ln]
+    return "\n".join(keep[-lines:])
+
+
+def lookup_versions(names: Sequence[str], python: str, *, runner: Runner) -> dict[str, tuple[str, ...]]:
+    """Release lists from the index via ``pip index versions`` (``()``: no such package)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name in names:
+        cmd = [sys.executable, "-m", "pip", "index", "versions", name, "--python-version", python,
+               "--disable-pip-version-check"]
+        done = runner(cmd, check=False, timeout=120)
+        text = done.stdout + "\n" + done.stderr
+        net = [p for p in relax.diagnose(text) if p.kind == "network"]
+        if net:
+            raise NetworkError(f"index {net[0].index or 'PyPI'} unreachable while looking up {name}: "
+                               f"{net[0].excerpt}")
+        out[relax.req_name(name)] = relax.pip_versions(text)
+    return out
+
+
+# --------------------------------------------------------------------------- lock facts
+
+def read_lock_versions(lock_text: str) -> dict[str, str]:
+    data = tomllib.loads(lock_text)
+    return {relax.req_name(p["name"]): str(p.get("version", "")) for p in data.get("package", [])}
+
+
+def compute_drift(declared: Sequence[str], steps: Sequence[relax.Step], locked: dict[str, str],
+                  where: Location | None) -> tuple[Drift, ...]:
+    out: list[Drift] = []
+    seen: set[str] = set()
+    for req in declared:
+        v = relax.pinned_version(req)
+        name = relax.req_name(req)
+        if v is None or name in seen:
+            continue
+        seen.add(name)
+        got = locked.get(name)
+        if got is None:
+            renamed = [s for s in steps if s.package == name and s.rule == "rename"]
+            if renamed:
+                new = relax.req_name(renamed[-1].after)
+                out.append(Drift(name, v, f"{new} {locked.get(new, '?')}", renamed[-1].reason, where))
+            else:
+                out.append(Drift(name, v, "(not locked)", "dropped by relaxation", where))
+        elif relax.strip_local(got) != relax.strip_local(v) or (got != v and "+" in v):
+            why = next((s.reason for s in steps if s.package == name), "resolver choice")
+            out.append(Drift(name, v, got, why, where))
+    return tuple(out)
+
+
+def _dummy_problems(locked: dict[str, str]) -> tuple[relax.Problem, ...]:
+    return tuple(relax.Problem("build-failed", package=n,
+                               excerpt=f"locked {n} {locked[n]}: {msg}")
+                 for n, msg in DUMMIES.items() if n in locked)
+
+
+# --------------------------------------------------------------------------- the procedure
+
+def _bound(submitted: dt.date | None) -> str | None:
+    """``--exclude-newer`` value: the end of the submission day (UTC)."""
+    if submitted is None:
+        return None
+    return (submitted + dt.timedelta(days=1)).isoformat()
+
+
+def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progress = NULL_PROGRESS,
+                 start: Strategy = "as-declared", timeout: float = DEFAULT_TIMEOUT, aarch64: bool = True,
+                 python_exe: Path | None = None, persist: Callable[[LockRequest, Sequence[relax.Step]], None]
+                 | None = None, now: Callable[[], dt.datetime] | None = None) -> LockOutcome:
+    """Lock ``req.project_dir`` by the ordered strategy; write pdm.lock and lock.toml.
+
+    Raises ``NetworkError`` (naming index and package) when the index is unreachable; then
+    nothing is written. A resolution that fails by every strategy gives category 4 (the
+    record is written, the previous pdm.lock is kept)."""
+    if start not in STRATEGIES:
+        raise InputError(f"unknown strategy {start!r}; use one of {', '.join(STRATEGIES)}", key="strategy")
+    pyproject_path = req.project_dir / "pyproject.toml"
+    text = pyproject_path.read_text(encoding="utf-8") if pyproject_path.is_file() else None
+    if text is None:
+        raise NotFoundError(f"{pyproject_path} does not exist",
+                            hint=f"generate it first: pyrepro generate {req.name}")
+    pyproject = read_pyproject(pyproject_path)
+    declared = tuple(pyproject.get("project", {}).get("dependencies", []))
+    for i, d in enumerate(declared):
+        if relax._parse(d) is None:
+            raise InputError(f"dependency {d!r} is not a PEP 508 requirement", path=pyproject_path,
+                             key=f"project.dependencies[{i}]",
+                             hint="write it like 'name>=1.0'; regenerate from model.toml")
+    if python_exe is None:
+        python_exe = find_python(req.python)
+    label = f"lock {req.name}"
+    order = list(STRATEGIES[STRATEGIES.index(start):])
+    if req.submitted is None and "date-bounded" in order:
+        order.remove("date-bounded")
+    progress.start(label, total=None)
+    attempts: list[Attempt] = []
+    steps: list[relax.Step] = []
+    reqs = declared
+    result: _Run | None = None
+    strategy: Strategy | None = None
+    t0 = time.monotonic()
+    bound_for_relax = _bound(req.submitted) if "date-bounded" in order else None
+    queue: list[Strategy] = [s for s in order if s != "relaxed"] or ["relaxed"]
+    last_problems: tuple[relax.Problem, ...] = ()
+    last_error = ""
+
+    def attempt(strat: Strategy, rs: tuple[str, ...], bound: str | None) -> _Run:
+        nonlocal last_problems, last_error
+        progress.advance(label, 1, f"{strat}{f' (<= {bound})' if bound else ''}: pdm lock")
+        with tempfile.TemporaryDirectory(prefix=f"pyrepro-lock-{req.name}-") as tmp:
+            work = Path(tmp)
+            (work / "pyproject.toml").write_text(text if rs == declared else with_dependencies(text, rs),
+                                                 encoding="utf-8")
+            run = _run_pdm(work, req.python, bound, runner=runner, python_exe=python_exe,
+                           timeout=timeout, aarch64=aarch64)
+        problems: tuple[relax.Problem, ...] = ()
+        if run.ok:
+            dummies = _dummy_problems(read_lock_versions(run.lock_text))
+            if dummies:
+                problems = dummies
+                run = replace(run, ok=False, text="\n".join(p.excerpt for p in dummies))
+        else:
+            problems = relax.diagnose(run.text)
+            net = [p for p in problems if p.kind == "network"]
+            if net:
+                progress.finish(label, "network failure")
+                p = net[0]
+                raise NetworkError(
+                    f"locking {req.name}: index {p.index or '(unknown host)'} could not be reached"
+                    f"{f' for package {p.package}' if p.package else ''}: {p.excerpt}",
+                    hint="check the network or the index URL (PDM_PYPI_URL / tool.pdm.source)")
+            if run.seconds >= timeout * 0.98 and not any(p.kind == "timeout" for p in problems):
+                problems = (relax.Problem("timeout", excerpt=f"timed out after {timeout:.0f} s"), *problems)
+        attempts.append(Attempt(strat, rs, run.ok, run.seconds, bound, "" if run.ok else _trim(run.text),
+                                problems, run.aarch64))
+        last_problems, last_error = problems, run.text
+        return run
+
+    for strat in queue:
+        if strat == "relaxed":
+            break
+        run = attempt(strat, reqs, _bound(req.submitted) if strat == "date-bounded" else None)
+        if run.ok:
+            result, strategy = run, strat
+            break
+    if result is None and "relaxed" in order:
+        if not attempts:  # started at "relaxed": need a first error to work from
+            run = attempt("relaxed", reqs, bound_for_relax)
+            if run.ok:
+                result, strategy = run, "relaxed"
+        while result is None and len(steps) < MAX_STEPS:
+            if any(p.kind == "timeout" for p in last_problems) and not any(
+                    p.kind in ("not-found", "conflict", "build-failed") for p in last_problems):
+                break
+            facts = relax.Facts(lookup_versions(relax.packages_to_look_up(last_problems), req.python,
+                                                runner=runner))
+            step = relax.relax(last_problems, reqs, facts)
+            if step is None:
+                break
+            step = replace(step, trigger=step.trigger or _trim(last_error, 8))
+            steps.append(step)
+            progress.advance(label, 1, step.summary)
+            reqs = step.requirements
+            run = attempt("relaxed", reqs, bound_for_relax)
+            if run.ok:
+                result, strategy = run, "relaxed"
+    seconds = time.monotonic() - t0
+    stamp = (now or (lambda: dt.datetime.now(dt.UTC)))().replace(microsecond=0)
+    where = Location(str(Path(req.project_dir.name) / "pyproject.toml"))
+    record_path = req.project_dir / "lock.toml"
+    lock_path = req.project_dir / "pdm.lock"
+    if result is None:
+        last = attempts[-1] if attempts else None
+        msg = (f"{req.name}: no strategy produced a lock ({len(attempts)} attempts, {len(steps)} relaxation "
+               f"steps); last error:\n{last.error if last else '(none)'}")
+        outcome = LockOutcome(req.name, 4, None, tuple(attempts), tuple(steps), (), req.fidelity,
+                              req.overrides, reqs, seconds, req.python,
+                              exclude_newer=bound_for_relax, record_path=record_path, message=msg)
+        _atomic_write(record_path, render_record(outcome, stamp))
+        progress.finish(label, "category 4 (failed)")
+        return outcome
+    locked = read_lock_versions(result.lock_text)
+    lock_data = tomllib.loads(result.lock_text)
+    targets = tuple(t.get("platform", "") for t in lock_data.get("metadata", {}).get("targets", []))
+    drift = compute_drift(declared, steps, locked, where)
+    category = 2 if steps or strategy == "date-bounded" else 1
+    if req.overrides:
+        category = 3
+    fidelity = list(req.fidelity)
+    for s in steps:
+        fidelity.append(f"relaxed {s.summary} ({s.reason})")
+    if strategy == "date-bounded":
+        fidelity.append(f"resolved with nothing newer than {_bound(req.submitted)} (the submission era)")
+    if steps:
+        # the relaxed requirement set must become the pyproject that the lock belongs to
+        if persist is None:
+            _atomic_write(req.project_dir / "pyproject.toml", with_dependencies(text, reqs))
+        else:
+            persist(req, steps)
+    new_hash = lock_data.get("metadata", {}).get("content_hash", "")
+    outcome = LockOutcome(
+        req.name, category, strategy, tuple(attempts), tuple(steps), drift, tuple(fidelity), req.overrides,
+        reqs, seconds, req.python, targets, len(locked), new_hash,
+        _bound(req.submitted) if strategy in ("date-bounded",) or (strategy == "relaxed" and bound_for_relax)
+        else None, lock_path, record_path,
+        f"{req.name}: category {category} ({CATEGORIES[category]}) by {strategy}, {len(locked)} packages")
+    _atomic_write(lock_path, result.lock_text)
+    _atomic_write(record_path, render_record(outcome, stamp))
+    progress.finish(label, f"category {category} ({strategy}, {seconds:.0f} s)")
+    return outcome
+
+
+def persist_to_model_toml(req: LockRequest, steps: Sequence[relax.Step]) -> None:
+    """Write relaxation steps into model.toml ``[dependencies]`` (the only channel into the
+    generated pyproject) and regenerate the pyproject with ``pyrepro.generate``."""
+    if req.model_toml is None:
+        raise ResolutionError(f"{req.name}: no model.toml to record the relaxation in")
+    doc = tomlkit.parse(req.model_toml.read_text(encoding="utf-8"))
+    deps = doc.setdefault("dependencies", tomlkit.table())
+    pins = deps.setdefault("pins", tomlkit.aot())
+    remove = deps.setdefault("remove", tomlkit.array())
+    extra = deps.setdefault("extra", tomlkit.array())
+    for s in steps:
+        old = relax.req_name(s.before) if s.before else ""
+        new = relax.req_name(s.after) if s.after else ""
+        reason = f"{AUTO_REASON} (rule {s.rule}; see lock.toml): {s.reason}"
+        if old and new == old:
+            spec = s.after[len(relax._parse(s.after).name):] if relax._parse(s.after) else ""  # type: ignore[union-attr]
+            existing = [p for p in pins if relax.req_name(str(p.get("name", ""))) == old]
+            for p in existing:
+                pins.remove(p)
+            t = tomlkit.table()
+            t.update({"name": old, "spec": spec.split(";")[0].strip(), "reason": reason})
+            pins.append(t)
+        else:
+            if old and old not in remove:
+                remove.append(old)
+            if new and s.after not in extra:
+                extra.append(s.after)
+    _atomic_write(req.model_toml, tomlkit.dumps(doc))
+    try:
+        from pyrepro import generate as gen  # type: ignore[attr-defined]
+        from pyrepro.registry import parse_model
+    except ImportError as exc:
+        raise ResolutionError(
+            f"{req.model_toml}: relaxation recorded in [dependencies], but pyrepro.generate is not available "
+            "to regenerate pyproject.toml", hint=f"run: pyrepro generate {req.name}") from exc
+    spec = parse_model(req.model_toml)
+    _atomic_write(req.project_dir / "pyproject.toml", gen.render_pyproject(spec))
+
+
+# --------------------------------------------------------------------------- record
+
+def render_record(o: LockOutcome, stamp: dt.datetime) -> str:
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment("Written by 'pyrepro lock'. The outcome of locking this model; see docs/locking.md."))
+    doc["schema"] = RECORD_SCHEMA
+    doc["model"] = o.name
+    doc["category"] = o.category
+    doc["category_label"] = o.label
+    doc["strategy"] = o.strategy or "none"
+    doc["python"] = o.python
+    doc["targets"] = list(o.targets)
+    if o.exclude_newer:
+        doc["exclude_newer"] = o.exclude_newer
+    doc["resolver"] = "pdm"
+    doc["pdm"] = _pdm_version()
+    doc["locked_at"] = stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+    doc["seconds"] = round(o.seconds, 1)
+    doc["packages"] = o.packages
+    doc["content_hash"] = o.content_hash
+    doc["requirements"] = _ml(o.requirements)
+    doc["drift"] = _ml([str(d) for d in o.drift])
+    doc["fidelity"] = _ml(o.fidelity)
+    if o.message and o.category == 4:
+        doc["message"] = tomlkit.string(o.message, multiline=True)
+    ov = tomlkit.aot()
+    for n, s, r in o.overrides:
+        ov.append(_tbl({"name": n, "spec": s, "reason": r}))
+    doc["overrides"] = ov
+    st = tomlkit.aot()
+    for s in o.steps:
+        st.append(_tbl({"rule": s.rule, "package": s.package, "before": s.before, "after": s.after,
+                        "reason": s.reason, "trigger": tomlkit.string(s.trigger, multiline=True)}))
+    doc["steps"] = st
+    at = tomlkit.aot()
+    for a in o.attempts:
+        t = {"strategy": a.strategy, "ok": a.ok, "seconds": round(a.seconds, 1)}
+        if a.exclude_newer:
+            t["exclude_newer"] = a.exclude_newer
+        if a.aarch64:
+            t["aarch64"] = a.aarch64
+        if a.error:
+            t["error"] = tomlkit.string(a.error, multiline=True)
+        at.append(_tbl(t))
+    doc["attempts"] = at
+    return tomlkit.dumps(doc)
+
+
+def _ml(items: Sequence[str]) -> Any:
+    arr = tomlkit.array()
+    arr.multiline(True)
+    for x in items:
+        arr.append(x)
+    return arr
+
+
+def _tbl(d: dict[str, Any]) -> Any:
+    t = tomlkit.table()
+    for k, v in d.items():
+        t[k] = v
+    return t
+
+
+def _pdm_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("pdm")
+    except Exception:
+        return "unknown"
+
+
+def read_record(project_dir: Path) -> dict[str, Any] | None:
+    p = project_dir / "lock.toml"
+    if not p.is_file():
+        return None
+    try:
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML: {exc}", path=p) from exc
+
+
+# --------------------------------------------------------------------------- registry entry
+
+def lock_model(spec: ModelSpec, paths: Paths, runner: Runner = proc.run, *,
+               progress: Progress = NULL_PROGRESS, start: Strategy = "as-declared",
+               timeout: float = DEFAULT_TIMEOUT, aarch64: bool = True,
+               python_exe: Path | None = None) -> LockOutcome:
+    """Lock one registry model (``models/<name>/``)."""
+    del paths  # the model's folder comes from its spec; kept for the stage signature
+    return lock_request(LockRequest.from_spec(spec), runner=runner, progress=progress, start=start,
+                        timeout=timeout, aarch64=aarch64, python_exe=python_exe,
+                        persist=persist_to_model_toml)
+
+
+__all__ = [
+    "CATEGORIES", "STRATEGIES", "Attempt", "Drift", "LockOutcome", "LockProblem", "LockRequest",
+    "check_lock", "check_lock_dir", "content_hash", "lock_model", "lock_request",
+]

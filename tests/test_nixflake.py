@@ -1,0 +1,97 @@
+"""The real flake.lock and the busybox test flake (tests/nixflake), run offline."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pyrepro import proc
+from tests.conftest import have, nix_env
+from tests.test_nixeval import MODEL
+
+needs_nix = pytest.mark.skipif(not have("nix"), reason="nix is not installed")
+APPLETS = ["sh", "mktemp", "cp", "chmod", "mkdir", "grep", "touch", "printf", "cat", "echo"]
+
+
+def _git_repo(d: Path) -> None:
+    proc.run(["git", "init", "-q"], cwd=d)
+    proc.run(["git", "add", "-A"], cwd=d)
+
+
+@needs_nix
+def test_flake_metadata__repo_lock__shows_pinned_revs(repo_root: Path, tmp_path: Path) -> None:
+    d = tmp_path / "flake"
+    d.mkdir()
+    for f in ("flake.nix", "flake.lock"):
+        shutil.copy(repo_root / f, d / f)
+    shutil.copytree(repo_root / "nix", d / "nix")
+    _git_repo(d)
+    out = proc.run(["nix", "flake", "metadata", "--json", str(d)], env=nix_env()).stdout
+    nodes = json.loads(out)["locks"]["nodes"]
+    assert nodes["dream2nix"]["locked"]["rev"] == "69eb01fa0995e1e90add49d8ca5bcba213b0416f"
+    assert nodes["nixpkgs"]["locked"]["rev"] == "5395fb3ab3f97b9b7abca147249fa2e8ed27b192"
+    assert nodes["root"]["inputs"]["nixpkgs"] == ["dream2nix", "nixpkgs"]
+
+
+@pytest.fixture
+def test_flake(repo_root: Path, tmp_path: Path) -> Path:
+    if not Path("/bin/busybox").exists():
+        pytest.skip("static busybox is not installed")
+    d = tmp_path / "tf"
+    shutil.copytree(repo_root / "tests" / "nixflake", d)
+    shutil.copytree(repo_root / "nix", d / "nix")
+    bb = d / "busybox" / "bin"
+    bb.mkdir(parents=True)
+    shutil.copy("/bin/busybox", bb / "busybox")
+    for a in APPLETS:
+        (bb / a).symlink_to("busybox")
+    for name, up, bench in [("alpha", "Alpha_1", "dft_3d_exfoliation_energy"), ("gamma", "Gamma", "other")]:
+        (d / "models" / name).mkdir(parents=True)
+        (d / "models" / name / "model.toml").write_text(
+            MODEL.format(name=name, upstream=up, gpu="none", commit="a" * 40, tree="b" * 40)
+            .replace('"dft_3d_exfoliation_energy"', f'"{bench}"'))
+    _git_repo(d)
+    return d
+
+
+def _nix(args: list[str], d: Path) -> proc.Completed:
+    env = nix_env()
+    env["PATH"] = f"{d / 'busybox' / 'bin'}:{env['PATH']}"
+    return proc.run(["nix", *args], cwd=d, env=env, check=False, timeout=600)
+
+
+@needs_nix
+@pytest.mark.integration
+def test_test_flake__build_run_check_eval__work_offline(test_flake: Path) -> None:
+    d = test_flake
+    b = _nix(["build", "--no-link", "--json", ".#models.alpha"], d)
+    assert b.returncode == 0, b.stderr
+    out = Path(json.loads(b.stdout)[0]["outputs"]["out"])
+    assert (out / "bin" / "alpha").exists()
+    r = _nix(["run", ".#exfoliation", "--", "--test"], d)
+    assert r.returncode == 0, r.stderr
+    assert "test=1" in r.stdout and "== alpha" in r.stdout and "gamma" not in r.stdout.split("exfoliation:")[0]
+    assert "ok: alpha" in r.stdout
+    assert not (out / "written-here").exists()
+    c = _nix(["flake", "check"], d)
+    assert c.returncode == 0, c.stderr
+    e = _nix(["eval", "--json", ".#legacyPackages.x86_64-linux.models", "--apply", "builtins.attrNames"], d)
+    assert json.loads(e.stdout) == ["alpha", "gamma"]
+
+
+@needs_nix
+def test_nar_hash__fixture_tree__equals_nix_hash_path(tmp_path: Path) -> None:
+    from pyrepro.sources import nar_hash
+    t = tmp_path / "t"
+    (t / "sub").mkdir(parents=True)
+    (t / "a.txt").write_text("x\n")
+    (t / "sub" / "run.sh").write_text("#!/bin/sh\n")
+    (t / "sub" / "run.sh").chmod(0o755)
+    (t / "link").symlink_to("a.txt")
+    nix = proc.run(["nix", "hash", "path", str(t)], env=nix_env()).stdout.strip()
+    b32 = proc.run(["nix-hash", "--type", "sha256", "--base32", str(t)], env=nix_env()).stdout.strip()
+    assert nar_hash(t).sri == nix
+    assert nar_hash(t).base32 == b32

@@ -5,7 +5,7 @@ let
   cfg = config.pyrepro.model;
 in
 {
-  imports = [ dream2nix.modules.dream2nix.WIP-python-pdm ];
+  imports = [ dream2nix.modules.dream2nix.python-pdm ];
   options.pyrepro.model = {
     name = lib.mkOption { type = lib.types.str; };
     upstreamName = lib.mkOption { type = lib.types.str; };

@@ -37,6 +37,7 @@ Schema (``schema = 1``), every key documented in docs/model-toml.md::
     tools = ["zip"]                        # programs the scripts call
 
     [dependencies]
+    scanned = ["jarvis-tools", ...]        # distributions `pyrepro scan` found (written by init)
     extra = ["ipython"]                    # PEP 508, added to the scanned set
     remove = []                            # distributions dropped from the scanned set
     [[dependencies.pins]]
@@ -103,6 +104,7 @@ class Pin:
 
 @dataclass(frozen=True)
 class Dependencies:
+    scanned: tuple[str, ...] = ()
     extra: tuple[str, ...] = ()
     remove: tuple[str, ...] = ()
     pins: tuple[Pin, ...] = ()
@@ -282,7 +284,7 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
     rt = r.table("runtime", required=False)
     rt.unknown({"tools"})
     d = r.table("dependencies", required=False)
-    d.unknown({"extra", "remove", "pins"})
+    d.unknown({"scanned", "extra", "remove", "pins"})
     pins = []
     for p in d.tables("pins"):
         p.unknown({"name", "spec", "reason"})
@@ -315,7 +317,7 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
         extra_sources=tuple(extras),
         test=test,
         tools=rt.strs("tools", default=()),
-        dependencies=Dependencies(extra=d.strs("extra", default=()), remove=d.strs("remove", default=()),
+        dependencies=Dependencies(scanned=d.strs("scanned", default=()), extra=d.strs("extra", default=()), remove=d.strs("remove", default=()),
                                   pins=tuple(pins)),
         predictions=tuple(preds),
         notes=r.str("notes", default=""),

@@ -697,26 +697,31 @@ def render_record(o: LockOutcome, stamp: dt.datetime) -> str:
     doc["fidelity"] = _ml(o.fidelity)
     if o.message and o.category == 4:
         doc["message"] = tomlkit.string(o.message, multiline=True)
-    ov = tomlkit.aot()
-    for n, s, r in o.overrides:
-        ov.append(_tbl({"name": n, "spec": s, "reason": r}))
-    doc["overrides"] = ov
-    st = tomlkit.aot()
-    for s in o.steps:
-        st.append(_tbl({"rule": s.rule, "package": s.package, "before": s.before, "after": s.after,
-                        "reason": s.reason, "trigger": tomlkit.string(s.trigger, multiline=True)}))
-    doc["steps"] = st
-    at = tomlkit.aot()
+    overrides = [{"name": n, "spec": s, "reason": r} for n, s, r in o.overrides]
+    steps = [{"rule": s.rule, "package": s.package, "before": s.before, "after": s.after,
+              "reason": s.reason, "trigger": tomlkit.string(s.trigger, multiline=True)} for s in o.steps]
+    attempts = []
     for a in o.attempts:
-        t = {"strategy": a.strategy, "ok": a.ok, "seconds": round(a.seconds, 1)}
+        t: dict[str, Any] = {"strategy": a.strategy, "ok": a.ok, "seconds": round(a.seconds, 1)}
         if a.exclude_newer:
             t["exclude_newer"] = a.exclude_newer
         if a.aarch64:
             t["aarch64"] = a.aarch64
         if a.error:
             t["error"] = tomlkit.string(a.error, multiline=True)
-        at.append(_tbl(t))
-    doc["attempts"] = at
+        attempts.append(t)
+    tables = {"overrides": overrides, "steps": steps, "attempts": attempts}
+    # Empty lists are plain keys; they must come before the first array of tables, or
+    # tomlkit hoists them above the header comment.
+    for key, rows in tables.items():
+        if not rows:
+            doc[key] = tomlkit.array()
+    for key, rows in tables.items():
+        if rows:
+            aot = tomlkit.aot()
+            for row in rows:
+                aot.append(_tbl(row))
+            doc[key] = aot
     return tomlkit.dumps(doc)
 
 

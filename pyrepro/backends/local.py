@@ -1,0 +1,319 @@
+"""The local backend: the same pdm.lock and patched source as the Nix package, without Nix.
+
+* Environment: ``<cache>/envs/<name>-<key>``, key = sha256(pdm.lock bytes, Python major.minor,
+  platform). Built with the model's interpreter (``python -m venv``) and ``pip install
+  --require-hashes --no-deps`` of exactly the locked files whose markers hold on the target.
+* Source: ``<cache>/staged/<name>-<key>``, key = sha256(source tree id, patch hashes, runtime
+  helper hashes). The pristine pinned folder with the series applied, read-only, next to a
+  copy of ``pyrepro/runtime`` and any ``install = "tree"`` extra source.
+* Launcher: ``<cache>/launchers/<name>-<env key>-<src key>`` runs the entry from a fresh
+  writable work directory.
+
+Both are built in a temporary folder and renamed into place (the rename is the commit), and
+a finished folder holds ``.pyrepro-complete``: an interrupted build leaves nothing that looks
+complete. A patch change restages only the source; nothing changed is a cache hit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform as _platform
+import shutil
+import tempfile
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyrepro import patches, proc, sources
+from pyrepro.backends import BuiltModel
+from pyrepro.errors import BuildError, InputError, NotFoundError
+from pyrepro.lock import find_python
+from pyrepro.paths import Paths
+from pyrepro.proc import Runner
+from pyrepro.progress import NULL_PROGRESS, Progress
+from pyrepro.registry import ModelSpec
+
+BACKEND_VERSION = "1"
+COMPLETE = ".pyrepro-complete"
+RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
+
+
+def host_platform() -> str:
+    return f"{_platform.system().lower()}-{_platform.machine()}"
+
+
+def _sha(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode() if isinstance(p, str) else p)
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------ requirements from a lock
+
+@dataclass(frozen=True)
+class Locked:
+    name: str
+    version: str
+    hashes: tuple[str, ...]
+
+
+def locked_packages(lock_path: Path, python: str, platform: str) -> list[Locked]:
+    """The packages of ``pdm.lock`` that install on CPython ``python`` on ``platform``."""
+    from packaging.markers import InvalidMarker, Marker
+
+    from pyrepro.graph import target_environment
+
+    try:
+        data = tomllib.loads(lock_path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise NotFoundError(f"no lock for this model: {lock_path}", hint="run 'pyrepro lock NAME' first") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML: {exc}", path=lock_path) from exc
+    env = target_environment(python, platform)
+    out = []
+    for i, pkg in enumerate(data.get("package", [])):
+        marker = pkg.get("marker")
+        if marker:
+            try:
+                if not Marker(marker).evaluate({**env, "extra": ""}):
+                    continue
+            except InvalidMarker as exc:
+                raise InputError(f"invalid marker {marker!r}: {exc}", path=lock_path, key=f"package[{i}].marker") from exc
+        hashes = tuple(f["hash"] for f in pkg.get("files", []) if "hash" in f)
+        if not hashes:
+            raise InputError(f"package {pkg.get('name')} has no file hashes", path=lock_path,
+                             key=f"package[{i}].files", hint="relock with 'pyrepro lock NAME'")
+        out.append(Locked(pkg["name"], pkg["version"], hashes))
+    return out
+
+
+def requirements_text(pkgs: list[Locked]) -> str:
+    lines = []
+    for p in sorted(pkgs, key=lambda p: p.name):
+        hashes = " ".join(f"--hash={h}" for h in p.hashes)
+        lines.append(f"{p.name}=={p.version} {hashes}")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ keys
+
+def env_key(spec: ModelSpec, platform: str | None = None) -> str:
+    lock = spec.dir / "pdm.lock"
+    try:
+        data = lock.read_bytes()
+    except FileNotFoundError as exc:
+        raise NotFoundError(f"no lock for {spec.name}: {lock}", hint=f"run 'pyrepro lock {spec.name}' first") from exc
+    return _sha("env", BACKEND_VERSION, data, spec.python, platform or host_platform())[:20]
+
+
+def _tree_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts:
+            h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def src_key(spec: ModelSpec, series: tuple[patches.Patch, ...]) -> str:
+    extras = [f"{e.name}:{e.commit}:{e.install}" for e in spec.extra_sources]
+    return _sha("src", BACKEND_VERSION, spec.source.tree, patches.series_digest(series),
+                _tree_digest(RUNTIME_DIR), *extras)[:20]
+
+
+# ------------------------------------------------------------------ building
+
+def _complete(path: Path) -> dict[str, object] | None:
+    marker = path / COMPLETE
+    if marker.is_file():
+        try:
+            return json.loads(marker.read_text())
+        except ValueError:
+            return None
+    return None
+
+
+def _commit_dir(tmp: Path, final: Path) -> None:
+    try:
+        os.rename(tmp, final)
+    except OSError:
+        if _complete(final) is None:
+            raise
+
+
+def _extra_source_dir(name: str, commit: str, paths: Paths) -> Path:
+    """Where an extra (git) source is found: ``$PYREPRO_EXTRA_SOURCES/<name>-<commit>`` or the cache."""
+    candidates = []
+    env = os.environ.get("PYREPRO_EXTRA_SOURCES")
+    if env:
+        candidates.append(Path(env) / f"{name}-{commit}")
+        candidates.append(Path(env) / name)
+    candidates.append(paths.cache / "extra-sources" / f"{name}-{commit}")
+    for c in candidates:
+        if c.is_dir():
+            return c
+    raise NotFoundError(
+        f"extra source {name}@{commit[:12]} is not available offline (looked in {', '.join(map(str, candidates))})",
+        hint=f"put a checkout of that commit at {candidates[-1]} (e.g. 'git clone ... && git checkout {commit}'), "
+             "or set PYREPRO_EXTRA_SOURCES to a folder holding <name>-<commit>/")
+
+
+def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progress: Progress = NULL_PROGRESS,
+              platform: str | None = None) -> tuple[Path, str, str, bool]:
+    """The model's environment: (dir, key, full python version, cache hit)."""
+    key = env_key(spec, platform)
+    final = paths.cache / "envs" / f"{spec.name}-{key}"
+    info = _complete(final)
+    if info is not None:
+        return final, key, str(info.get("python", spec.python)), True
+    python = find_python(spec.python)
+    pkgs = locked_packages(spec.dir / "pdm.lock", spec.python, platform or host_platform())
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if final.exists():  # an incomplete leftover of an interrupted build
+        shutil.rmtree(final, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{spec.name}-{key}.", dir=final.parent))
+    label = f"build {spec.name} env"
+    progress.start(label, total=len(pkgs) + 2)
+    try:
+        # Console scripts in a venv carry its path in their shebang; they are rewritten to the
+        # final path just before the rename. pyrepro itself only calls 'bin/python -m ...'.
+        runner([str(python), "-m", "venv", str(tmp)], check=True, timeout=600)
+        progress.advance(label, 1, "venv")
+        req = tmp / "requirements.txt"
+        req.write_text(requirements_text(pkgs), encoding="utf-8")
+        extra_pkgs = [_extra_source_dir(e.name, e.commit, paths) for e in spec.extra_sources if e.install == "package"]
+        env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+        res = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps",
+                      "--progress-bar=off",
+                      "-r", str(req)], env=env, check=False, timeout=7200)
+        if res.returncode != 0:
+            raise BuildError(f"installing the locked packages of {spec.name} failed (pip exit {res.returncode}):\n"
+                             + "\n".join((res.stderr or res.stdout).strip().splitlines()[-25:]),
+                             hint="see the pip output above; a sdist that needs a compiler or a package "
+                                  "without a wheel for this Python are the usual causes")
+        progress.advance(label, len(pkgs), "installed")
+        for src in extra_pkgs:
+            runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-build-isolation", str(src)],
+                   env=env, check=True, timeout=3600)
+        version = runner([str(tmp / "bin" / "python"), "-c",
+                          "import platform; print(platform.python_version())"], check=True).stdout.strip()
+        _fix_shebangs(tmp, final)
+        (tmp / COMPLETE).write_text(json.dumps({"name": spec.name, "key": key, "python": version,
+                                                "packages": len(pkgs), "built_at": time.time()}) + "\n")
+        _commit_dir(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    progress.finish(label, f"{len(pkgs)} packages")
+    return final, key, version, False
+
+
+def _fix_shebangs(env_dir: Path, new: Path) -> None:
+    """Point the venv's scripts (pip, ipython, ...) and activate files at ``new``."""
+    old_b, new_b = str(env_dir).encode(), str(new).encode()
+    for p in (env_dir / "bin").iterdir():
+        if p.is_file() and not p.is_symlink():
+            data = p.read_bytes()
+            if old_b in data:
+                p.write_bytes(data.replace(old_b, new_b))
+    cfg = env_dir / "pyvenv.cfg"
+    if cfg.is_file():
+        cfg.write_bytes(cfg.read_bytes().replace(old_b, new_b))
+
+
+def stage_source(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None,
+                 runner: Runner = proc.run) -> tuple[Path, Path, str, bool]:
+    """The staged source: (contribution dir, runtime dir, key, cache hit)."""
+    series = patches.load_series(paths.patch_dir(spec.name))
+    key = src_key(spec, series)
+    final = paths.cache / "staged" / f"{spec.name}-{key}"
+    if _complete(final) is not None:
+        return final / "src", final / "runtime", key, True
+    if mirror is None and paths.default_mirror().is_dir():
+        mirror = paths.default_mirror()
+    pristine = sources.obtain_source(spec.source, mirror=mirror, cache=paths.cache).path
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if final.exists():
+        sources.make_writable(final)
+        shutil.rmtree(final, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{spec.name}-{key}.", dir=final.parent))
+    try:
+        patches.apply_series(series, pristine, tmp / "src", runner=runner)
+        for e in spec.extra_sources:
+            if e.install == "tree":
+                shutil.copytree(_extra_source_dir(e.name, e.commit, paths), tmp / "src" / e.name, symlinks=True,
+                                ignore=shutil.ignore_patterns(".git"))
+        shutil.copytree(RUNTIME_DIR, tmp / "runtime", ignore=shutil.ignore_patterns("__pycache__"))
+        (tmp / COMPLETE).write_text(json.dumps({"name": spec.name, "key": key,
+                                                "patches": [p.path.name for p in series]}) + "\n")
+        sources.make_read_only(tmp)
+        _commit_dir(tmp, final)
+    except BaseException:
+        sources.make_writable(tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final / "src", final / "runtime", key, False
+
+
+def write_launcher(spec: ModelSpec, paths: Paths, env_dir: Path, src: Path, runtime: Path,
+                   ekey: str, skey: str) -> Path:
+    path = paths.cache / "launchers" / f"{spec.name}-{ekey[:10]}-{skey[:10]}"
+    script = patches.entry_script(spec.entry)
+    prog = spec.entry[0]
+    text = f"""#!/bin/sh
+# pyrepro launcher for {spec.name} (local backend). Runs the patched entry from a fresh work dir.
+set -eu
+work="$(mktemp -d "${{TMPDIR:-/tmp}}/pyrepro-{spec.name}.XXXXXX")"
+cd "$work"
+export HOME="${{PYREPRO_HOME:-$work/home}}" XDG_CACHE_HOME="$work/home/.cache" MPLCONFIGDIR="$work/home/.mpl"
+mkdir -p "$HOME" "$XDG_CACHE_HOME" "$MPLCONFIGDIR"
+export PYTHONPATH="{runtime}${{PYTHONPATH:+:$PYTHONPATH}}"
+export PATH="{env_dir}/bin:$PATH"
+exec "{env_dir}/bin/{prog}" "{src}/{script}" "$@"
+"""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.chmod(0o755)
+    os.replace(tmp, path)
+    return path
+
+
+def build(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None, runner: Runner = proc.run,
+          progress: Progress = NULL_PROGRESS) -> BuiltModel:
+    t0 = time.monotonic()
+    src, runtime, skey, src_hit = stage_source(spec, paths, mirror=mirror, runner=runner)
+    env_dir, ekey, version, env_hit = build_env(spec, paths, runner=runner, progress=progress)
+    launcher = write_launcher(spec, paths, env_dir, src, runtime, ekey, skey) if not (env_hit and src_hit) \
+        else paths.cache / "launchers" / f"{spec.name}-{ekey[:10]}-{skey[:10]}"
+    if not launcher.exists():
+        launcher = write_launcher(spec, paths, env_dir, src, runtime, ekey, skey)
+    return BuiltModel(spec.name, "local", env_dir, ekey, src, runtime, skey, launcher, version, env_hit, src_hit,
+                      time.monotonic() - t0)
+
+
+def gc(paths: Paths, specs: list[ModelSpec], *, dry_run: bool = False) -> list[Path]:
+    """Remove environments, staged sources and launchers that no registry entry references."""
+    keep: set[str] = set()
+    for s in specs:
+        try:
+            keep.add(f"{s.name}-{env_key(s)}")
+        except NotFoundError:
+            pass
+        keep.add(f"{s.name}-{src_key(s, patches.load_series(paths.patch_dir(s.name)))}")
+    removed = []
+    for sub in ("envs", "staged"):
+        d = paths.cache / sub
+        if not d.is_dir():
+            continue
+        for p in sorted(d.iterdir()):
+            if p.name not in keep:
+                removed.append(p)
+                if not dry_run:
+                    sources.make_writable(p)
+                    shutil.rmtree(p, ignore_errors=True)
+    return removed

@@ -1,9 +1,154 @@
-"""CLI commands of the 'build' group (thin layer; logic lives in the library)."""
+"""CLI commands: build, gc, check-imports, run, report (thin layer over the backends and run)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import typer
+
+from pyrepro.cli._common import CliProgress, emit_json, table
+
+
+def _split(values: list[str] | None) -> list[str]:
+    return [v for item in (values or []) for v in item.split(",") if v]
 
 
 def register(app: typer.Typer) -> None:
     """Add this group's commands to ``app``."""
+
+    @app.command("build")
+    def build_cmd(
+        names: list[str] = typer.Argument(..., help="Models to build"),
+        backend: str = typer.Option("local", "--backend", help="local | nix"),
+        mirror: Path = typer.Option(None, "--mirror", help="Folder holding the pinned upstream repository"),
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
+    ) -> None:
+        """Build models: a hash-checked environment from pdm.lock plus the patched source."""
+        from pyrepro.backends import local, nix
+        from pyrepro.errors import UsageError
+        from pyrepro.paths import Paths
+        from pyrepro.registry import load_registry
+
+        paths = Paths.discover()
+        specs = load_registry(paths.models).select(list(names))
+        results = []
+        for s in specs:
+            if backend == "local":
+                results.append(local.build(s, paths, mirror=mirror, progress=CliProgress(enabled=not as_json)).to_json())
+            elif backend == "nix":
+                results.append(nix.build(s, paths.root).to_json())
+            else:
+                raise UsageError(f"--backend {backend!r}: use local or nix")
+        if as_json:
+            emit_json(results)
+            return
+        for r in results:
+            if r.get("backend") == "nix":
+                typer.echo(f"{r['name']}: {r['out_path']}")
+            else:
+                hit = "cache hit" if r["env_cached"] and r["src_cached"] else \
+                    "restaged source" if r["env_cached"] else "built"
+                typer.echo(f"{r['name']}: {hit} in {r['seconds']} s; launcher {r['launcher']}")
+
+    @app.command("gc")
+    def gc_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed")) -> None:
+        """Remove environments and staged sources that no registry entry references."""
+        from pyrepro.backends import local
+        from pyrepro.paths import Paths
+        from pyrepro.registry import load_registry
+
+        paths = Paths.discover()
+        removed = local.gc(paths, list(load_registry(paths.models)), dry_run=dry_run)
+        for p in removed:
+            typer.echo(("would remove " if dry_run else "removed ") + str(p))
+        typer.echo(f"{len(removed)} unreferenced entries")
+
+    @app.command("check-imports")
+    def check_imports_cmd(
+        name: str = typer.Argument(..., help="Model"),
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
+    ) -> None:
+        """Import every module of the model's distributions inside its built environment."""
+        from pyrepro import run
+        from pyrepro.backends import local
+        from pyrepro.errors import BuildError
+        from pyrepro.paths import Paths
+        from pyrepro.registry import load_registry
+
+        paths = Paths.discover()
+        spec = load_registry(paths.models).get(name)
+        built = local.build(spec, paths, progress=CliProgress(enabled=not as_json))
+        rows = run.check_imports(spec, built)
+        rec = {"model": spec.name, "env_key": built.env_key, "results": [list(r) for r in rows]}
+        out = paths.cache / "imports" / f"{spec.name}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(rec, indent=2) + "\n")
+        if as_json:
+            emit_json(rec)
+        else:
+            typer.echo(table([list(r) for r in rows], ["module", "import", "message"]))
+        bad = [r for r in rows if r[1] != "ok"]
+        if bad:
+            raise BuildError(f"{len(bad)} of {len(rows)} modules fail to import in {spec.name}'s environment")
+
+    @app.command("run")
+    def run_cmd(
+        target: str = typer.Argument(..., help="A model, or a benchmark (e.g. exfoliation) to run every model serving it"),
+        test: bool = typer.Option(False, "--test", help="Test mode: a cheap run (few epochs/estimators)"),
+        data: str = typer.Option("fixture", "--data", help="fixture (offline, proves executability) | jarvis (real data)"),
+        backend: str = typer.Option("local", "--backend", help="local (nix: build with 'pyrepro build --backend nix')"),
+        only: list[str] = typer.Option(None, "--only", help="Run only these models (comma-separated)"),
+        exclude: list[str] = typer.Option(None, "--exclude", help="Skip these models (comma-separated)"),
+        benchmark: str = typer.Option(None, "--benchmark", help="Benchmark for a single model (default: its first)"),
+        gpu: bool = typer.Option(False, "--gpu", help="Use the host's NVIDIA driver when found"),
+        mirror: Path = typer.Option(None, "--mirror", help="Folder holding the pinned upstream repository"),
+        timeout: float = typer.Option(None, "--timeout", help="Minutes per model run"),
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
+    ) -> None:
+        """Run a model or every model of a benchmark, record provenance and give a verdict."""
+        from pyrepro import run
+        from pyrepro.errors import RunError, UsageError
+        from pyrepro.paths import Paths
+        from pyrepro.registry import load_registry
+
+        if backend != "local":
+            raise UsageError("runs use the local backend here; a Nix build runs with 'nix run .#<name>'")
+        paths = Paths.discover()
+        reg = load_registry(paths.models)
+        bench, specs = run.select(reg, target, only=_split(only), exclude=_split(exclude))
+        progress = CliProgress(enabled=not as_json)
+        records = run.run_many(specs, paths, benchmark=bench or benchmark, test=test, data_kind=data, use_gpu=gpu,
+                               mirror=mirror, progress=progress, timeout=timeout * 60 if timeout else None)
+        if as_json:
+            emit_json([r.to_json() for r in records])
+        else:
+            rows = []
+            for r in records:
+                v = r.verdict
+                rows.append([r.model, r.benchmark, str(r.data.get("exit_code", "-")), str(r.data.get("seconds", "-")),
+                             v.tier if v else "failed", (v.reason if v else (r.error or ""))[:90]])
+            typer.echo(table(rows, ["model", "benchmark", "exit", "seconds", "verdict", "reason"]))
+            if records and records[0].data.get("data", {}).get("kind") == "fixture":
+                typer.echo("data: pyrepro fixture (offline); it proves executability, never a numerical result")
+        failed = [r.model for r in records if not r.ok]
+        if failed:
+            raise RunError(f"{len(failed)} of {len(records)} runs did not pass: {', '.join(failed)}")
+
+    @app.command("report")
+    def report_cmd(
+        out: Path = typer.Option(None, "--out", help="Markdown file (default docs/STATUS.md; JSON twin next to it)"),
+        as_json: bool = typer.Option(False, "--json", help="Print the JSON on stdout"),
+    ) -> None:
+        """Write docs/STATUS.md and docs/status.json from the registry, locks, patches and run records."""
+        from pyrepro import report
+        from pyrepro.paths import Paths
+        from pyrepro.registry import load_registry
+
+        paths = Paths.discover()
+        md = out or paths.root / "docs" / "STATUS.md"
+        rep = report.write_report(load_registry(paths.models), paths, md, md.with_name("status.json"))
+        if as_json:
+            emit_json(rep)
+        else:
+            typer.echo(f"wrote {md} and {md.with_name('status.json')}")

@@ -1,0 +1,343 @@
+"""Running models: a fresh work directory, the uniform CLI, logs, provenance, a verdict.
+
+``run_model`` builds (local backend; cache hits are cheap), prepares the data (``fixture``:
+pyrepro's offline dataset; ``jarvis``: the pinned benchmark folder plus the real figshare
+datasets, never silently replaced by the fixture), runs the patched entry from a fresh work
+directory with HOME and caches redirected and the staged source read-only, keeps stdout and
+stderr logs, and writes a provenance record (``record.json``) with the verdict.
+
+``run_benchmark`` runs every model serving a benchmark in turn; one failure does not stop the
+others.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyrepro import data as data_mod
+from pyrepro import gpu, patches, proc, sources, verdict
+from pyrepro.backends import BuiltModel
+from pyrepro.backends import local as local_backend
+from pyrepro.errors import NetworkError, NotFoundError, PyreproError, UsageError
+from pyrepro.paths import Paths
+from pyrepro.proc import Runner
+from pyrepro.progress import NULL_PROGRESS, Progress
+from pyrepro.registry import ModelSpec, Registry
+
+BENCHMARK_ALIASES = {"exfoliation": "dft_3d_exfoliation_energy"}
+# The pinned benchmarks folder (jarvis_leaderboard@57afc55f), used with --data jarvis.
+BENCHMARKS_SUBDIR = "jarvis_leaderboard/benchmarks/AI/SinglePropertyPrediction"
+BENCHMARKS_TREE = "1ae21b7be818569af3caff0daa4e952f8387301a"
+
+
+@dataclass(frozen=True)
+class DataSource:
+    kind: str  # fixture | jarvis
+    benchmarks_dir: Path
+    data_dir: Path
+    digest: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "benchmarks_dir": str(self.benchmarks_dir), "data_dir": str(self.data_dir),
+                "digest": self.digest}
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    model: str
+    benchmark: str
+    test: bool
+    record_path: Path
+    data: dict[str, Any]
+    verdict: verdict.Verdict | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict is not None and self.verdict.passed
+
+    def to_json(self) -> dict[str, Any]:
+        return self.data
+
+
+def resolve_benchmark(name: str) -> str:
+    return BENCHMARK_ALIASES.get(name, name)
+
+
+def prepare_data(kind: str, paths: Paths, spec: ModelSpec, *, mirror: Path | None = None) -> DataSource:
+    if kind == "fixture":
+        fx = data_mod.write_fixture(paths.cache / "data" / f"fixture-v{data_mod.FIXTURE_VERSION}")
+        return DataSource("fixture", fx.benchmarks_dir, fx.data_dir, fx.digest)
+    if kind != "jarvis":
+        raise UsageError(f"--data {kind!r}: use fixture or jarvis")
+    from pyrepro.registry import SourcePin
+
+    bpin = SourcePin(spec.source.repository, spec.source.commit, BENCHMARKS_SUBDIR, BENCHMARKS_TREE)
+    m = mirror if mirror is not None else (paths.default_mirror() if paths.default_mirror().is_dir() else None)
+    bench = sources.obtain_source(bpin, mirror=m, cache=paths.cache).path
+    ddir = paths.cache / "data" / "jarvis"
+    needed = [d for d in data_mod.real_datasets()
+              if any(u == spec.name or (u.endswith("*") and spec.name.startswith(u[:-1])) for u in d.used_by)]
+    for d in needed:
+        if not (ddir / d.file).is_file():
+            try:
+                data_mod.fetch_real(d.name, ddir)
+            except NetworkError as exc:
+                raise NetworkError(f"--data jarvis needs the real dataset {d.name} ({d.file}), which is not in {ddir} "
+                                   f"and could not be downloaded: {exc.message}",
+                                   hint="run with network access to figshare, or copy the file there by hand; "
+                                        "pyrepro never falls back to fixture data") from exc
+    h = hashlib.sha256()
+    for d in needed:
+        h.update(hashlib.sha256((ddir / d.file).read_bytes()).digest())
+    return DataSource("jarvis", bench, ddir, "sha256:" + h.hexdigest())
+
+
+SEED_CALLS = {"seed", "set_seed", "manual_seed", "set_random_seed"}
+
+
+def static_seeds(script: Path) -> list[str]:
+    """Seeds the script sets, found statically: random.seed(N), np.random.seed(N), random_state=N ..."""
+    try:
+        tree = ast.parse(script.read_bytes())
+    except (OSError, SyntaxError):
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+            if name in SEED_CALLS and node.args and isinstance(node.args[0], ast.Constant):
+                out.append(f"{ast.unparse(fn)}({node.args[0].value!r}) at line {node.lineno}")
+            for kw in node.keywords:
+                if kw.arg in ("random_state", "seed", "split_seed") and isinstance(kw.value, ast.Constant):
+                    out.append(f"{kw.arg}={kw.value.value!r} at line {node.lineno}")
+    return out
+
+
+def _sha_file(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, test: bool = False,
+              data_kind: str = "fixture", use_gpu: bool = False, mirror: Path | None = None,
+              runner: Runner = proc.run, progress: Progress = NULL_PROGRESS, timeout: float | None = None,
+              built: BuiltModel | None = None) -> RunRecord:
+    bench = resolve_benchmark(benchmark or spec.default_benchmark)
+    if bench not in spec.benchmarks:
+        raise UsageError(f"{spec.name} does not serve benchmark {bench!r}; it serves {', '.join(spec.benchmarks)}")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    run_dir = paths.cache / "runs" / spec.name / stamp
+    work, out, logs = run_dir / "work", run_dir / "out", run_dir / "logs"
+    for d in (work / "home" / ".cache", work / "home" / ".mpl", out, logs):
+        d.mkdir(parents=True, exist_ok=True)
+    label = f"run {spec.name}"
+    progress.start(label, total=3)
+    b = built or local_backend.build(spec, paths, mirror=mirror, runner=runner, progress=progress)
+    progress.advance(label, 1, "built")
+    ds = prepare_data(data_kind, paths, spec, mirror=mirror)
+    script = patches.entry_script(spec.entry)
+    prog = b.env_dir / "bin" / spec.entry[0]
+    cmd = [str(prog), str(b.src_dir / script), "--benchmark", bench, "--benchmarks-dir", str(ds.benchmarks_dir),
+           "--data-dir", str(ds.data_dir), "--output-dir", str(out)]
+    if test:
+        cmd += list(spec.test.args)
+    discovery = gpu.discover_driver()
+    decision = gpu.decide(spec.gpu, use_gpu, discovery)
+    if decision.level == "error" and use_gpu:
+        raise PyreproError(decision.message)
+    base = {
+        "PATH": f"{b.env_dir / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(work / "home"), "XDG_CACHE_HOME": str(work / "home" / ".cache"),
+        "MPLCONFIGDIR": str(work / "home" / ".mpl"), "MPLBACKEND": "Agg",
+        "PYTHONPATH": str(b.runtime_dir), "PYTHONNOUSERSITE": "1", "LANG": "C.UTF-8",
+        "PYREPRO_BENCHMARKS_DIR": str(ds.benchmarks_dir), "PYREPRO_DATA_DIR": str(ds.data_dir),
+        "PYREPRO_DATA_KIND": ds.kind, "TMPDIR": str(work),
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(os.cpu_count() or 1)),
+        "TF_CPP_MIN_LOG_LEVEL": "1",
+    }
+    private = run_dir / "gpu-driver"
+    if decision.use_gpu and discovery.driver is not None:
+        gpu.expose(discovery.driver, private)
+    env = gpu.runtime_env(base, decision, discovery.driver, private if decision.use_gpu else None)
+    t0 = time.monotonic()
+    exit_code: int | None = None
+    error = None
+    with open(logs / "stdout.log", "w") as so, open(logs / "stderr.log", "w") as se:
+        try:
+            done = runner(cmd, cwd=work, env=env, check=False, timeout=timeout, stdout_file=so, stderr_file=se)
+            exit_code = done.returncode
+        except PyreproError as exc:
+            error = str(exc)
+    seconds = time.monotonic() - t0
+    progress.advance(label, 1, f"exit {exit_code}")
+    outputs = {p.name: _sha_file(p) for p in sorted(out.iterdir()) if p.is_file()}
+    expected = out / (_predictions_name(bench) + ".csv.zip")
+    pred = next((p for p in spec.predictions if p.benchmark == bench), None)
+    targets = verdict.read_targets(ds.benchmarks_dir / f"{bench}.json.zip", bench)
+    submitted = b.src_dir / pred.file if pred is not None else None
+    pristine = None
+    if pred is not None and ds.kind == "jarvis":
+        m = mirror if mirror is not None else (paths.default_mirror() if paths.default_mirror().is_dir() else None)
+        pristine = sources.obtain_source(spec.source, mirror=m, cache=paths.cache).path
+        submitted = pristine / pred.file
+    v = verdict.judge(benchmark=bench, exit_code=exit_code, output=expected if expected.exists() else None,
+                      data_kind=ds.kind, targets=targets, submitted=submitted,
+                      reported_mae=pred.reported_mae if pred else None,
+                      comparable=pred.comparable if pred else False, note=pred.note if pred else "")
+    series = patches.load_series(paths.patch_dir(spec.name))
+    lock_path = spec.dir / "pdm.lock"
+    record = {
+        "schema": 1,
+        "model": spec.name, "benchmark": bench, "test": test,
+        "started": stamp, "seconds": round(seconds, 2), "exit_code": exit_code, "error": error,
+        "command": [c.replace(str(paths.cache), "$PYREPRO_CACHE") for c in cmd],
+        "source": {"repository": spec.source.repository, "commit": spec.source.commit,
+                   "subdir": spec.source.subdir, "tree": spec.source.tree},
+        "lock": {"file": "models/" + spec.name + "/pdm.lock", "sha256": _sha_file(lock_path)},
+        "patches": [{"file": p.path.name, "category": p.category, "sha256": p.sha256} for p in series],
+        "environment": {"backend": b.backend, "env_key": b.env_key, "src_key": b.src_key, "python": b.python,
+                        "platform": local_backend.host_platform(), "cpu": _cpu(), "cpus": os.cpu_count()},
+        "gpu": {"need": spec.gpu, "requested": use_gpu, "used": decision.use_gpu, "message": decision.message,
+                "driver": discovery.driver.version if discovery.driver else None},
+        "data": {"kind": ds.kind, "digest": ds.digest,
+                 "note": "fixture data proves executability, never a numerical result" if ds.kind == "fixture" else ""},
+        "seeds": static_seeds(b.src_dir / script),
+        "outputs": outputs,
+        "logs": {"stdout": "logs/stdout.log", "stderr": "logs/stderr.log",
+                 "stderr_tail": _tail(logs / "stderr.log")},
+        "verdict": v.to_json(),
+    }
+    (run_dir / "record.json").write_text(json.dumps(record, indent=2) + "\n")
+    latest = paths.cache / "runs" / spec.name / "latest.json"
+    latest.write_text(json.dumps(record, indent=2) + "\n")
+    progress.finish(label, v.tier)
+    return RunRecord(spec.name, bench, test, run_dir / "record.json", record, v, error)
+
+
+def _predictions_name(benchmark: str) -> str:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_pyrepro_runtime", local_backend.RUNTIME_DIR / "pyrepro_runtime.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return str(mod.predictions_name(benchmark))
+
+
+def _tail(p: Path, n: int = 15) -> str:
+    try:
+        return "\n".join(p.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return ""
+
+
+def select(registry: Registry, target: str, *, only: Sequence[str] = (), exclude: Sequence[str] = ()) -> tuple[str, list[ModelSpec]]:
+    """A model name or a benchmark (alias) -> (benchmark or '', models)."""
+    bench = resolve_benchmark(target)
+    specs = registry.for_benchmark(bench)
+    if not specs:
+        return "", [registry.get(target)]
+    if only:
+        names = {registry.get(n).name for n in only}
+        specs = [s for s in specs if s.name in names]
+    if exclude:
+        names = {registry.get(n).name for n in exclude}
+        specs = [s for s in specs if s.name not in names]
+    if not specs:
+        raise NotFoundError(f"no model left to run for {bench} after --only/--exclude")
+    return bench, specs
+
+
+def run_many(specs: Sequence[ModelSpec], paths: Paths, *, benchmark: str | None, **kw: Any) -> list[RunRecord]:
+    """Run each model in turn; a failure (build or run) is recorded and the next model runs."""
+    out = []
+    for s in specs:
+        try:
+            out.append(run_model(s, paths, benchmark=benchmark or None, **kw))
+        except PyreproError as exc:
+            out.append(RunRecord(s.name, benchmark or s.default_benchmark, bool(kw.get("test")), Path(),
+                                 {"model": s.name, "error": str(exc)}, None, str(exc)))
+    return out
+
+
+_IMPORT_PROBE = r"""
+import importlib, importlib.metadata as md, json, re, sys
+req = json.loads(sys.argv[1])
+wanted = list(req.get("modules", []))
+if req.get("distributions"):
+    norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
+    dists = {norm(d) for d in req["distributions"]}
+    for dist in md.distributions():
+        if norm(dist.metadata["Name"] or "") not in dists:
+            continue
+        tops = (dist.read_text("top_level.txt") or "").split()
+        if not tops:  # no top_level.txt (Python < 3.11 has no RECORD fallback): derive it
+            for f in dist.files or ():
+                first = f.parts[0]
+                if first.endswith((".dist-info", ".data")) or first in ("..", "bin"):
+                    continue
+                name = first[:-3] if first.endswith(".py") else first
+                if name.isidentifier() and name not in tops and (len(f.parts) > 1 or first.endswith(".py")):
+                    tops.append(name)
+        for mod in sorted(tops):
+            if not mod.startswith("_") and mod.isidentifier() and mod not in wanted:
+                wanted.append(mod)
+res = []
+for mod in wanted:
+    try:
+        importlib.import_module(mod)
+        res.append([mod, "ok", ""])
+    except BaseException as exc:
+        res.append([mod, "error", (type(exc).__name__ + ": " + str(exc))[:300]])
+print(json.dumps(res))
+"""
+
+
+def model_distributions(spec: ModelSpec) -> list[str]:
+    """The distributions the model's code uses (scanned + extra - removed), by canonical name."""
+    from pyrepro.generate import dependencies
+
+    from packaging.requirements import Requirement
+
+    return sorted({Requirement(r).name for r in dependencies(spec)})
+
+
+def check_imports(spec: ModelSpec, built: BuiltModel, *, modules: Sequence[str] = (),
+                  runner: Runner = proc.run) -> list[tuple[str, str, str]]:
+    """Import each module inside the built environment; (module, ok|error, message).
+
+    Without ``modules``, every top-level module of the model's distributions is imported.
+    """
+    env = {"PATH": f"{built.env_dir / 'bin'}:/usr/bin:/bin", "PYTHONPATH": str(built.runtime_dir),
+           "HOME": str(built.env_dir.parent / ".home"), "MPLBACKEND": "Agg", "PYTHONNOUSERSITE": "1",
+           "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    req = {"modules": list(modules)} if modules else {"distributions": model_distributions(spec)}
+    done = runner([str(built.env_dir / "bin" / "python"), "-c", _IMPORT_PROBE, json.dumps(req)],
+                  env=env, check=False, timeout=1800)
+    try:
+        rows = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return [("*", "error", f"import probe failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")]
+    return [(r[0], r[1], r[2]) for r in rows]

@@ -1,9 +1,51 @@
-"""CLI commands of the 'scan' group (thin layer; logic lives in the library)."""
+"""CLI: ``pyrepro scan`` (thin layer over ``pyrepro.scan``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+
+from pyrepro.cli._common import emit_json, table
 
 
 def register(app: typer.Typer) -> None:
     """Add this group's commands to ``app``."""
+
+    @app.command("scan")
+    def scan_cmd(
+        path: Path = typer.Argument(..., help="A contribution folder (or one file)"),
+        python: str = typer.Option("3.11", "--python", help="Target Python (major.minor) for the stdlib list"),
+        pyenv: list[Path] = typer.Option(None, "--pyenv", help="site-packages folder(s) to resolve names from"),
+        as_json: bool = typer.Option(False, "--json", help="The documented JSON contract (docs/scan.md)"),
+    ) -> None:
+        """Find the third-party imports of a contribution (never executing it) and their distributions."""
+        from pyrepro.scan import scan_path
+
+        res = scan_path(path, python=python, pyenv=tuple(pyenv or ()))
+        if as_json:
+            emit_json(res.to_json())
+            return
+        rows = []
+        for i in res.imports:
+            first = i.locations[0]
+            more = f" (+{len(i.locations) - 1})" if len(i.locations) > 1 else ""
+            rows.append([i.module, i.distribution or "UNRESOLVED", i.resolved_with,
+                         "optional" if i.optional else "", f"{first}{more}"])
+        if rows:
+            typer.echo(table(rows, ["module", "distribution", "resolved with", "", "first seen"]))
+        else:
+            typer.echo("no third-party imports found")
+        typer.echo(f"\n{res.files} code files, {res.lines} lines; distributions: {', '.join(res.distributions) or '-'}")
+        for i in res.unresolved:
+            typer.echo(f"unresolved: {i.module}: {i.note}")
+        if res.entry_points:
+            typer.echo("entry points: " + ", ".join(f"{e.interpreter} {e.script} ({e.location})" for e in res.entry_points))
+        tools = sorted({t.name for t in res.runtime_tools})
+        if tools:
+            typer.echo("runtime tools: " + ", ".join(tools))
+        if res.declared:
+            typer.echo("undeclared: " + (", ".join(res.undeclared) or "-"))
+            typer.echo("declared but unused: " + (", ".join(res.unused_declared) or "-"))
+        for w in (*res.warnings, *res.python2_evidence):
+            typer.echo(f"warning: {w}", err=True)

@@ -19,7 +19,7 @@ _DATA = "stdlib_modules.toml"
 
 @functools.cache
 def _table() -> dict[str, frozenset[str]]:
-    raw = tomllib.loads(resources.files("pyrepro.data").joinpath(_DATA).read_text(encoding="utf-8"))
+    raw = tomllib.loads(resources.files("pyrepro").joinpath("data", _DATA).read_text(encoding="utf-8"))
     return {v: frozenset(names) for v, names in raw["versions"].items()}
 
 

@@ -1,0 +1,201 @@
+"""Declared dependencies: what a contribution says it needs.
+
+* JARVIS ``metadata.json``: ``software_used``, a comma string ("jarvis-tools,numpy,torch");
+* MatBench ``info.json``: ``requirements`` in any shape (list, dict name -> version, a string
+  of names or free text); free text gets a "not machine-readable" warning;
+* ``environment.yml``: conda names (mapped: py-xgboost-gpu -> xgboost, pytorch -> torch) and
+  the ``pip:`` sub-list; conda system packages (python, cudatoolkit, lib*) are left out;
+* ``requirements.txt``: PEP 508 lines; ``-e git+...#egg=x`` and ``x @ file:///...`` entries
+  are kept by name with a warning that they are not installable as written.
+
+Every problem is a warning with the file and line; nothing here raises on bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+CONDA_NAMES = {"py-xgboost-gpu": "xgboost", "py-xgboost": "xgboost", "py-xgboost-cpu": "xgboost",
+               "pytorch": "torch", "pytorch-gpu": "torch", "pytorch-cpu": "torch", "tensorflow-gpu": "tensorflow",
+               "py-lightgbm": "lightgbm", "pytorch-lightning": "pytorch-lightning", "pyg": "torch-geometric",
+               "pytorch-scatter": "torch-scatter", "pytorch-sparse": "torch-sparse", "dglteam::dgl": "dgl"}
+CONDA_SYSTEM = re.compile(
+    r"^(python|pip|setuptools|wheel|cudatoolkit|cudnn|cuda-.*|nccl|mkl.*|intel-.*|openssl|ca-certificates|certifi|"
+    r"tk|xz|zlib|readline|sqlite|ncurses|bzip2|tzdata|ld_impl_.*|lib.*|_.*|openmp|llvm-openmp|blas|"
+    r"gcc.*|gxx.*|icu|expat|pcre.*|krb5|c-ares|yaml|jpeg|giflib|freetype|fontconfig|glib|gst.*|qt.*|"
+    r"dbus|nspr|nss|pthread-stubs|xorg-.*|x264|ffmpeg|hdf5|openjpeg|lz4-c|zstd|snappy|brotli.*|"
+    r"lerc|libdeflate|jbig|pixman|cairo|harfbuzz|graphite2|mpfr|gmp|mpc)$")
+FREE_TEXT = re.compile(r"[^\w.,\-\[\]<>=!~ \t;:@/+*'\"]")
+
+
+@dataclass(frozen=True)
+class Declared:
+    name: str  # canonical distribution name
+    spec: str  # as written (or '')
+    path: str
+    line: int | None
+
+
+@dataclass(frozen=True)
+class MetaScan:
+    declared: tuple[Declared, ...]
+    warnings: tuple[tuple[str, int | None, str], ...]  # (path, line, message)
+
+
+def _line_of(text: str, needle: str) -> int | None:
+    for i, line in enumerate(text.splitlines(), 1):
+        if needle in line:
+            return i
+    return None
+
+
+def _req(s: str, path: str, line: int | None, warnings: list[tuple[str, int | None, str]]) -> Declared | None:
+    s = s.strip()
+    if not s:
+        return None
+    egg = re.search(r"#egg=([A-Za-z0-9_.\-]+)", s)
+    if s.startswith(("-e ", "--editable")) or s.startswith("git+"):
+        if egg:
+            warnings.append((path, line, f"{s[:80]!r} is a VCS/editable entry; pin it as an extra source"))
+            return Declared(canonicalize_name(egg.group(1)), s, path, line)
+        warnings.append((path, line, f"{s[:80]!r} is a VCS/editable entry without #egg=; ignored"))
+        return None
+    if s.startswith("-"):
+        return None
+    try:
+        r = Requirement(s)
+    except InvalidRequirement:
+        # conda-style "name=1.2=build" or "name==1.2=build"
+        m = re.match(r"^([A-Za-z0-9_.\-]+)\s*(?:={1,2}\s*([^=\s]+))?", s)
+        if not m:
+            warnings.append((path, line, f"cannot read requirement {s[:80]!r}"))
+            return None
+        return Declared(canonicalize_name(m.group(1)), s, path, line)
+    if r.url and r.url.startswith("file:"):
+        warnings.append((path, line, f"{r.name} points at a local file ({r.url[:60]}); not installable as written"))
+    return Declared(canonicalize_name(r.name), s, path, line)
+
+
+def parse_software_used(text: str, path: str) -> MetaScan:
+    warnings: list[tuple[str, int | None, str]] = []
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return MetaScan((), ((path, exc.lineno, f"not valid JSON ({exc.msg}); declared dependencies not read"),))
+    if not isinstance(data, dict):
+        return MetaScan((), ((path, 1, "not a JSON object; declared dependencies not read"),))
+    sw = data.get("software_used")
+    if sw is None:
+        return MetaScan((), ())
+    items = sw if isinstance(sw, list) else str(sw).split(",") if isinstance(sw, str) else []
+    line = _line_of(text, "software_used")
+    out = [_conda(d) for s in items if isinstance(s, str) and (d := _req(s, path, line, warnings))]
+    return MetaScan(tuple(out), tuple(warnings))
+
+
+def _conda(d: Declared) -> Declared:
+    """Map a conda package name to its PyPI name (py-xgboost-gpu -> xgboost)."""
+    mapped = CONDA_NAMES.get(d.name)
+    return Declared(canonicalize_name(mapped), d.spec, d.path, d.line) if mapped else d
+
+
+def parse_info_json(text: str, path: str) -> MetaScan:
+    """MatBench info.json: ``requirements`` in any shape."""
+    warnings: list[tuple[str, int | None, str]] = []
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return MetaScan((), ((path, exc.lineno, f"not valid JSON ({exc.msg}); fix the file so its requirements "
+                                                "can be read"),))
+    if not isinstance(data, dict):
+        return MetaScan((), ((path, 1, "not a JSON object; requirements not read"),))
+    req = data.get("requirements")
+    line = _line_of(text, "requirements")
+    out: list[Declared] = []
+    if req is None:
+        return MetaScan((), ())
+    if isinstance(req, dict):
+        for k, v in req.items():
+            spec = f"{k}=={v}" if isinstance(v, str) and re.fullmatch(r"[\w.+!*]+", v) else str(k)
+            if isinstance(v, list) and v and isinstance(v[0], str):
+                spec = f"{k}=={v[0]}"
+            if (d := _req(spec, path, line, warnings)):
+                out.append(d)
+    elif isinstance(req, list):
+        for item in req:
+            if isinstance(item, str) and (d := _req(item, path, line, warnings)):
+                out.append(d)
+            elif not isinstance(item, str):
+                warnings.append((path, line, f"requirement {item!r} is not a string; ignored"))
+    elif isinstance(req, str):
+        if FREE_TEXT.search(req) or len(req.split()) > 3 and "," not in req:
+            warnings.append((path, line, "requirements is free text, not machine-readable; list the packages as "
+                                         "[\"name==version\", ...] to have them checked"))
+            for tok in re.findall(r"\b([A-Za-z][A-Za-z0-9_\-]+)\s*(?:==|>=|v)?\s*\d[\w.]*", req):
+                out.append(Declared(canonicalize_name(tok), tok, path, line))
+        else:
+            for s in re.split(r"[,\s;]+", req):
+                if (d := _req(s, path, line, warnings)):
+                    out.append(d)
+    else:
+        warnings.append((path, line, f"requirements has an unexpected type {type(req).__name__}; ignored"))
+    return MetaScan(tuple(out), tuple(warnings))
+
+
+def parse_environment_yml(text: str, path: str) -> MetaScan:
+    """A tolerant reader of conda environment files (no YAML library needed)."""
+    warnings: list[tuple[str, int | None, str]] = []
+    out: list[Declared] = []
+    in_deps = False
+    deps_indent = 0
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].rstrip()
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        s = line.strip()
+        if re.match(r"^dependencies\s*:", s) and indent == 0:
+            in_deps, deps_indent = True, indent
+            continue
+        if in_deps and indent <= deps_indent and not s.startswith("-"):
+            in_deps = False
+        if not in_deps or not s.startswith("-"):
+            continue
+        item = s[1:].strip().strip("'\"")
+        if item.endswith(":") or item.startswith("pip:"):
+            continue  # the pip: sub-list header; its items follow as '- x'
+        conda = indent <= deps_indent + 2 and "==" not in item and not re.search(r"[<>]", item)
+        name = re.split(r"[=<>!~ ]", item, maxsplit=1)[0]
+        name = name.split("::")[-1]
+        if conda:
+            if CONDA_SYSTEM.match(name.lower()):
+                continue
+            mapped = CONDA_NAMES.get(name.lower(), name)
+            if mapped != name:
+                warnings.append((path, n, f"conda package {name} is {mapped} on PyPI"))
+            out.append(Declared(canonicalize_name(mapped), item, path, n))
+        elif (d := _req(item, path, n, warnings)):
+            out.append(d)
+    return MetaScan(tuple(out), tuple(warnings))
+
+
+def parse_requirements_txt(text: str, path: str) -> MetaScan:
+    warnings: list[tuple[str, int | None, str]] = []
+    out = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        s = raw.split(" #", 1)[0].strip()
+        if not s or s.startswith("#"):
+            continue
+        if (d := _req(s, path, n, warnings)):
+            out.append(_conda(d))
+    return MetaScan(tuple(out), tuple(warnings))
+
+
+PARSERS = {"metadata.json": parse_software_used, "info.json": parse_info_json,
+           "environment.yml": parse_environment_yml, "environment.yaml": parse_environment_yml,
+           "requirements.txt": parse_requirements_txt}

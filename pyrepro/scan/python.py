@@ -1,0 +1,307 @@
+"""Imports from Python source, by AST reflection (never executing the code).
+
+``parse_code`` handles one code text (a ``.py`` file or a notebook cell):
+
+* IPython lines (``!pip install ...``, ``%matplotlib``, ``%%time``) are blanked first, so
+  exported notebooks keep their imports and line numbers stay true;
+* ``import``/``from ... import`` anywhere (functions included) are required, unless they sit
+  in the body of a ``try`` whose handlers catch ImportError (or everything): then optional;
+* ``importlib.import_module("x")`` and ``__import__("x")`` with a literal count;
+* the code strings of ``get_ipython().run_cell_magic(name, line, code)`` are parsed too;
+* literal shell commands (``os.system``, ``subprocess.*``) are kept as runtime commands;
+* when the code does not parse (Python 2, syntax errors), a tokenizer/line-level fallback
+  still finds ``import`` lines, with a warning naming the line.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+
+MAGIC_LINE = re.compile(r"^(\s*)([!%].*)$")
+_IMPORT_LINE = re.compile(r"^\s*import\s+([A-Za-z_][\w.]*(?:\s+as\s+\w+)?(?:\s*,\s*[A-Za-z_][\w.]*(?:\s+as\s+\w+)?)*)")
+_FROM_LINE = re.compile(r"^\s*from\s+(\.*)([A-Za-z_][\w.]*)?\s+import\b")
+_PY2_PRINT = re.compile(r"^\s*print\s+[^\s(=]")
+_PY2_EXCEPT = re.compile(r"^\s*except\s+[\w.]+\s*,\s*\w+\s*:")
+IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
+SHELL_CALLS = {"system", "popen", "run", "call", "check_call", "check_output", "Popen", "getoutput", "getstatusoutput"}
+
+
+@dataclass(frozen=True)
+class RawImport:
+    module: str  # dotted name as written (absolute); "" for a relative import of the package itself
+    line: int
+    optional: bool
+    relative: bool = False
+    dynamic: bool = False
+
+
+@dataclass(frozen=True)
+class Parsed:
+    imports: tuple[RawImport, ...]
+    commands: tuple[tuple[str, int], ...]  # (shell command text, line)
+    warnings: tuple[tuple[int | None, str], ...]  # (line, message)
+    python2: tuple[tuple[int, str], ...]  # (line, evidence)
+    fallback: bool = False
+
+
+def blank_magics(text: str) -> tuple[str, list[tuple[str, int]]]:
+    """Blank IPython ``!``/``%`` lines (and their backslash continuations); return the shell
+    commands of ``!`` lines with their line numbers."""
+    out, commands = [], []
+    cont = False
+    for i, line in enumerate(text.split("\n"), 1):
+        m = MAGIC_LINE.match(line)
+        if cont or m:
+            body = line if cont else m.group(2)  # type: ignore[union-attr]
+            if not cont and body.startswith("!"):
+                commands.append((body[1:].strip(), i))
+            cont = line.rstrip().endswith("\\")
+            out.append("")
+        else:
+            out.append(line)
+    return "\n".join(out), commands
+
+
+def _handler_catches_import_error(handlers: list[ast.ExceptHandler]) -> bool:
+    for h in handlers:
+        if h.type is None:
+            return True
+        names = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+        for n in names:
+            ident = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else ""
+            if ident in IMPORT_ERRORS or ident in ("Exception", "BaseException"):
+                return True
+    return False
+
+
+def _const_str(node: ast.AST | None) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):  # f-string: keep the literal prefix (enough for 'zip ...')
+        parts = [v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+        return "".join(parts) if parts else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # 'zip ' + name
+        left = _const_str(node.left)
+        return left
+    if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
+        first = _const_str(node.elts[0])
+        return " ".join([first] + [s for e in node.elts[1:] if (s := _const_str(e))]) if first else None
+    return None
+
+
+class _Visitor(ast.NodeVisitor):
+    def __init__(self, line_offset: int, depth: int) -> None:
+        self.offset = line_offset
+        self.depth = depth
+        self.optional = 0
+        self.imports: list[RawImport] = []
+        self.commands: list[tuple[str, int]] = []
+        self.warnings: list[tuple[int | None, str]] = []
+        self.python2: list[tuple[int, str]] = []
+        # name -> [(line, string value)] of simple assignments (cmd = 'zip ...'), in line order
+        self.strings: dict[str, list[tuple[int, str]]] = {}
+
+    def string_at(self, name: str, line: int) -> str | None:
+        """The value a name was last assigned before ``line`` (None if unknown)."""
+        best = None
+        for ln, value in self.strings.get(name, ()):
+            if ln <= line:
+                best = value
+        return best
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = _const_str(node.value)
+            if value is not None:
+                self.strings.setdefault(node.targets[0].id, []).append((node.lineno, value))
+        self.generic_visit(node)
+
+    def _line(self, node: ast.AST) -> int:
+        return getattr(node, "lineno", 1) + self.offset
+
+    def visit_Try(self, node: ast.Try) -> None:
+        opt = _handler_catches_import_error(node.handlers)
+        if opt:
+            self.optional += 1
+        for stmt in node.body:
+            self.visit(stmt)
+        if opt:
+            self.optional -= 1
+        for part in (*node.handlers, *node.orelse, *node.finalbody):
+            self.visit(part)
+
+    visit_TryStar = visit_Try  # type: ignore[assignment]
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self.imports.append(RawImport(alias.name, self._line(node), self.optional > 0))
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            self.imports.append(RawImport(node.module or "", self._line(node), self.optional > 0, relative=True))
+        elif node.module:
+            self.imports.append(RawImport(node.module, self._line(node), self.optional > 0))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.visit_Call_only(node)
+        self.generic_visit(node)
+
+    def visit_Call_only(self, node: ast.Call) -> None:
+        fn = node.func
+        name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+        if name in ("import_module", "__import__") and node.args:
+            mod = _const_str(node.args[0])
+            if mod and re.fullmatch(r"[A-Za-z_][\w.]*", mod):
+                self.imports.append(RawImport(mod, self._line(node), self.optional > 0, dynamic=True))
+        elif name == "run_cell_magic" and len(node.args) >= 3:
+            code = _const_str(node.args[2])
+            if code is not None and self.depth < 3:
+                sub = parse_code(code, line_offset=self._line(node) - 1, depth=self.depth + 1)
+                self.imports.extend(RawImport(i.module, i.line, i.optional or self.optional > 0, i.relative, i.dynamic)
+                                    for i in sub.imports)
+                self.commands.extend(sub.commands)
+                self.warnings.extend(sub.warnings)
+                self.python2.extend(sub.python2)
+        elif name in ("run_line_magic", "system") and isinstance(fn, ast.Attribute) and \
+                isinstance(fn.value, ast.Call) and getattr(fn.value.func, "id", "") == "get_ipython":
+            if name == "system" and node.args and (cmd := _const_str(node.args[0])):
+                self.commands.append((cmd, self._line(node)))
+        elif name in SHELL_CALLS and node.args:
+            arg = node.args[0]
+            cmd = self.string_at(arg.id, node.lineno) if isinstance(arg, ast.Name) else _const_str(arg)
+            owner = fn.value.id if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) else ""
+            if cmd and owner in ("os", "subprocess", "commands", "sp"):
+                self.commands.append((cmd, self._line(node)))
+        elif name == "get_ipython" and not node.args:
+            self.commands.append(("ipython", self._line(node)))
+
+
+def _fallback(text: str, line_offset: int) -> tuple[list[RawImport], list[tuple[int, str]]]:
+    """Line-level import finder for code that does not parse (Python 2, syntax errors)."""
+    imports: list[RawImport] = []
+    py2: list[tuple[int, str]] = []
+    depth_try = 0
+    for i, line in enumerate(text.split("\n"), 1 + line_offset):
+        stripped = line.strip()
+        if stripped.startswith("try:"):
+            depth_try = len(line) - len(line.lstrip()) + 1
+        elif depth_try and stripped and (len(line) - len(line.lstrip()) + 1) <= depth_try and \
+                not stripped.startswith(("except", "finally", "else")):
+            depth_try = 0
+        optional = bool(depth_try) and (len(line) - len(line.lstrip()) + 1) > depth_try
+        m = _IMPORT_LINE.match(line)
+        if m:
+            for part in m.group(1).split(","):
+                name = part.strip().split()[0]
+                imports.append(RawImport(name, i, optional))
+            continue
+        m = _FROM_LINE.match(line)
+        if m:
+            if m.group(1):
+                imports.append(RawImport(m.group(2) or "", i, optional, relative=True))
+            elif m.group(2):
+                imports.append(RawImport(m.group(2), i, optional))
+            continue
+        if _PY2_PRINT.match(line) and not stripped.startswith("print ="):
+            py2.append((i, "print statement"))
+        elif _PY2_EXCEPT.match(line):
+            py2.append((i, "'except X, e' syntax"))
+    return imports, py2
+
+
+CALL_TRIGGERS = ("import_module", "__import__", "run_cell_magic", "system", "subprocess", "Popen", "popen",
+                 "get_ipython", "getoutput")
+_COMPOUND_FIELDS = ("body", "orelse", "finalbody", "handlers")
+
+
+def _walk_statements(v: _Visitor, body: list[ast.stmt]) -> None:
+    """Statement-level walk: imports, try/except ImportError, string assignments.
+
+    Expressions are not visited here (most of a file's nodes), which keeps scanning fast;
+    calls are found by ``_walk_calls`` when the text mentions one of ``CALL_TRIGGERS``.
+    """
+    for stmt in body:
+        if isinstance(stmt, ast.Import):
+            v.visit_Import(stmt)
+        elif isinstance(stmt, ast.ImportFrom):
+            v.visit_ImportFrom(stmt)
+        elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            opt = _handler_catches_import_error(stmt.handlers)  # type: ignore[attr-defined]
+            v.optional += opt
+            _walk_statements(v, stmt.body)  # type: ignore[attr-defined]
+            v.optional -= opt
+            for h in stmt.handlers:  # type: ignore[attr-defined]
+                _walk_statements(v, h.body)
+            _walk_statements(v, stmt.orelse)  # type: ignore[attr-defined]
+            _walk_statements(v, stmt.finalbody)  # type: ignore[attr-defined]
+        elif isinstance(stmt, ast.Assign):
+            if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                value = _const_str(stmt.value)
+                if value is not None:
+                    v.strings.setdefault(stmt.targets[0].id, []).append((stmt.lineno, value))
+        elif isinstance(stmt, ast.Match):
+            for case in stmt.cases:
+                _walk_statements(v, case.body)
+        else:
+            for f in _COMPOUND_FIELDS:
+                sub = getattr(stmt, f, None)
+                if sub:
+                    _walk_statements(v, sub)
+
+
+def _walk_calls(v: _Visitor, tree: ast.AST) -> None:
+    """Dynamic imports, cell magics and shell calls; optional context from enclosing try blocks."""
+    optional_lines: list[tuple[int, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))) and \
+                _handler_catches_import_error(node.handlers) and node.body:  # type: ignore[attr-defined]
+            optional_lines.append((node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno))  # type: ignore[attr-defined]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            line = node.lineno
+            saved = v.optional
+            v.optional = 1 if any(a <= line <= b for a, b in optional_lines) else 0
+            v.visit_Call_only(node)
+            v.optional = saved
+
+
+def parse_code(text: str, *, line_offset: int = 0, depth: int = 0) -> Parsed:
+    """Imports, shell commands and warnings of one code text (see the module docstring)."""
+    clean, magic_cmds = blank_magics(text) if ("!" in text or "%" in text) else (text, [])
+    commands = [(c, ln + line_offset) for c, ln in magic_cmds]
+    try:
+        tree = ast.parse(clean)
+    except (SyntaxError, ValueError) as exc:  # ValueError: NUL bytes
+        line = getattr(exc, "lineno", None)
+        imports, py2 = _fallback(clean, line_offset)
+        msg = getattr(exc, "msg", str(exc))
+        kind = "Python 2 code" if py2 else "code that does not parse"
+        warn = (line + line_offset if line else None,
+                f"{kind} ({msg}); imports were read with the line-level fallback")
+        return Parsed(tuple(imports), tuple(commands), (warn,), tuple(py2), fallback=True)
+    except (RecursionError, MemoryError):
+        return Parsed((), tuple(commands), ((None, "code nests too deeply to parse; skipped"),), ())
+    v = _Visitor(line_offset, depth)
+    try:
+        _walk_statements(v, tree.body)
+        if any(t in clean for t in CALL_TRIGGERS):
+            _walk_calls(v, tree)
+    except RecursionError:
+        v.warnings.append((None, "code nests too deeply to walk completely; some imports may be missing"))
+    return Parsed(tuple(v.imports), tuple(commands + v.commands), tuple(v.warnings), tuple(v.python2))
+
+
+def decode_source(data: bytes) -> tuple[str, str | None]:
+    """Source bytes -> text, honouring PEP 263 cookies; (text, warning or None)."""
+    try:
+        enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:
+        enc = "utf-8"
+    try:
+        return data.decode(enc), None
+    except (UnicodeDecodeError, LookupError):
+        return data.decode("latin-1"), f"not valid {enc}; read as latin-1"

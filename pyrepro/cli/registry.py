@@ -56,14 +56,23 @@ def register(app: typer.Typer) -> None:
         python: str = typer.Option("3.10", "--python", help="Target Python (major.minor)"),
         models_dir: Path = typer.Option(None, "--models-dir", help="Where models/<name>/ goes (default: the project's models/)"),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing model folder"),
+        mirror: Path = typer.Option(None, "--mirror", help="Pinned mirror holding the folder (for a real source pin)"),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
     ) -> None:
         """Scan a contribution folder and write a draft model.toml, pyproject.toml and default.nix."""
         from pyrepro import init as init_mod
+        from pyrepro.errors import PyreproError
         from pyrepro.paths import Paths
 
-        target = models_dir or Paths.discover().models
-        res = init_mod.init_model(folder, name=name, models_dir=target, python=python, force=force)
+        target = models_dir if models_dir is not None else Paths.discover().models
+        paths_mirror = mirror
+        if paths_mirror is None:
+            try:
+                dm = Paths.discover().default_mirror()
+                paths_mirror = dm if dm.is_dir() else None
+            except PyreproError:  # outside a checkout: no default mirror
+                paths_mirror = None
+        res = init_mod.init_model(folder, name=name, models_dir=target, python=python, force=force, mirror=paths_mirror)
         if as_json:
             emit_json(res.to_json())
             return

@@ -218,55 +218,63 @@ CALL_TRIGGERS = ("import_module", "__import__", "run_cell_magic", "system", "sub
 _COMPOUND_FIELDS = ("body", "orelse", "finalbody", "handlers")
 
 
-def _walk_statements(v: _Visitor, body: list[ast.stmt]) -> None:
-    """Statement-level walk: imports, try/except ImportError, string assignments.
+def _calls_in(v: _Visitor, node: ast.AST) -> None:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            v.visit_Call_only(sub)
 
-    Expressions are not visited here (most of a file's nodes), which keeps scanning fast;
-    calls are found by ``_walk_calls`` when the text mentions one of ``CALL_TRIGGERS``.
+
+def _walk_statements(v: _Visitor, body: list[ast.stmt], hot: frozenset[int] = frozenset()) -> None:
+    """Statement-level walk: imports, try/except ImportError, string assignments, and calls.
+
+    Expressions (most of a file's nodes) are only visited in statements whose lines mention one
+    of ``CALL_TRIGGERS`` (``hot``), which keeps scanning fast.
     """
     for stmt in body:
         if isinstance(stmt, ast.Import):
             v.visit_Import(stmt)
-        elif isinstance(stmt, ast.ImportFrom):
+            continue
+        if isinstance(stmt, ast.ImportFrom):
             v.visit_ImportFrom(stmt)
-        elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            continue
+        if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             opt = _handler_catches_import_error(stmt.handlers)  # type: ignore[attr-defined]
             v.optional += opt
-            _walk_statements(v, stmt.body)  # type: ignore[attr-defined]
+            _walk_statements(v, stmt.body, hot)  # type: ignore[attr-defined]
             v.optional -= opt
             for h in stmt.handlers:  # type: ignore[attr-defined]
-                _walk_statements(v, h.body)
-            _walk_statements(v, stmt.orelse)  # type: ignore[attr-defined]
-            _walk_statements(v, stmt.finalbody)  # type: ignore[attr-defined]
-        elif isinstance(stmt, ast.Assign):
-            if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                value = _const_str(stmt.value)
-                if value is not None:
-                    v.strings.setdefault(stmt.targets[0].id, []).append((stmt.lineno, value))
-        elif isinstance(stmt, ast.Match):
+                _walk_statements(v, h.body, hot)
+            _walk_statements(v, stmt.orelse, hot)  # type: ignore[attr-defined]
+            _walk_statements(v, stmt.finalbody, hot)  # type: ignore[attr-defined]
+            continue
+        compound = False
+        for f in _COMPOUND_FIELDS:
+            sub = getattr(stmt, f, None)
+            if sub and isinstance(sub, list) and isinstance(sub[0], (ast.stmt, ast.excepthandler)):
+                compound = True
+                _walk_statements(v, sub, hot)  # type: ignore[arg-type]
+        if isinstance(stmt, ast.Match):
+            compound = True
             for case in stmt.cases:
-                _walk_statements(v, case.body)
-        else:
-            for f in _COMPOUND_FIELDS:
-                sub = getattr(stmt, f, None)
-                if sub:
-                    _walk_statements(v, sub)
-
-
-def _walk_calls(v: _Visitor, tree: ast.AST) -> None:
-    """Dynamic imports, cell magics and shell calls; optional context from enclosing try blocks."""
-    optional_lines: list[tuple[int, int]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))) and \
-                _handler_catches_import_error(node.handlers) and node.body:  # type: ignore[attr-defined]
-            optional_lines.append((node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno))  # type: ignore[attr-defined]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            line = node.lineno
-            saved = v.optional
-            v.optional = 1 if any(a <= line <= b for a, b in optional_lines) else 0
-            v.visit_Call_only(node)
-            v.optional = saved
+                _walk_statements(v, case.body, hot)
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            value = _const_str(stmt.value)
+            if value is not None:
+                v.strings.setdefault(stmt.targets[0].id, []).append((stmt.lineno, value))
+        if hot:
+            if compound:  # only the header expressions (test, iter, items, decorators)
+                end = stmt.body[0].lineno - 1 if getattr(stmt, "body", None) else stmt.lineno  # type: ignore[attr-defined]
+                if any(ln in hot for ln in range(stmt.lineno, end + 1)):
+                    for f in ("test", "iter", "items", "subject", "decorator_list", "args", "returns"):
+                        node = getattr(stmt, f, None)
+                        if isinstance(node, ast.AST):
+                            _calls_in(v, node)
+                        elif isinstance(node, list):
+                            for n in node:
+                                if isinstance(n, ast.AST):
+                                    _calls_in(v, n)
+            elif any(ln in hot for ln in range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1)):
+                _calls_in(v, stmt)
 
 
 def parse_code(text: str, *, line_offset: int = 0, depth: int = 0) -> Parsed:
@@ -286,10 +294,10 @@ def parse_code(text: str, *, line_offset: int = 0, depth: int = 0) -> Parsed:
     except (RecursionError, MemoryError):
         return Parsed((), tuple(commands), ((None, "code nests too deeply to parse; skipped"),), ())
     v = _Visitor(line_offset, depth)
+    hot = frozenset(i for i, line in enumerate(clean.split("\n"), 1) if any(t in line for t in CALL_TRIGGERS)) \
+        if any(t in clean for t in CALL_TRIGGERS) else frozenset()
     try:
-        _walk_statements(v, tree.body)
-        if any(t in clean for t in CALL_TRIGGERS):
-            _walk_calls(v, tree)
+        _walk_statements(v, tree.body, hot)
     except RecursionError:
         v.warnings.append((None, "code nests too deeply to walk completely; some imports may be missing"))
     return Parsed(tuple(v.imports), tuple(commands + v.commands), tuple(v.warnings), tuple(v.python2))

@@ -1,0 +1,5 @@
+#!/bin/bash
+#SBATCH --time=1:00:00
+. ~/.bashrc
+conda activate myenv
+python run.py

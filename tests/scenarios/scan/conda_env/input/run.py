@@ -1,0 +1,5 @@
+import xgboost
+import torch
+import jarvis
+import numpy
+import matformer

@@ -1,0 +1,4 @@
+import helper
+import utils.io
+import jarvis
+from . import sibling

@@ -1,0 +1,1 @@
+# a folder elsewhere in the tree does not hide the real package

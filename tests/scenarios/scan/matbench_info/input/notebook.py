@@ -1,0 +1,4 @@
+import matbench
+import sklearn
+import modnet
+import sko

@@ -1,0 +1,3 @@
+# -*- coding: latin-1 -*-
+import pandas
+s = 'é'

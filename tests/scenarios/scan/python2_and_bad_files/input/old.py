@@ -1,0 +1,4 @@
+import cPickle
+import urllib2
+import numpy
+print 'hello'

@@ -37,7 +37,7 @@ from pyrepro.registry import ModelSpec, Registry
 BENCHMARK_ALIASES = {"exfoliation": "dft_3d_exfoliation_energy"}
 # The pinned benchmarks folder (jarvis_leaderboard@57afc55f), used with --data jarvis.
 BENCHMARKS_SUBDIR = "jarvis_leaderboard/benchmarks/AI/SinglePropertyPrediction"
-BENCHMARKS_TREE = "1ae21b7be818569af3caff0daa4e952f8387301a"
+BENCHMARKS_TREE = "1ae21b7be818569af3caff0daa4e952f8387301a"  # recorded; a partial mirror cannot match it
 
 
 @dataclass(frozen=True)
@@ -81,11 +81,7 @@ def prepare_data(kind: str, paths: Paths, spec: ModelSpec, *, mirror: Path | Non
         return DataSource("fixture", fx.benchmarks_dir, fx.data_dir, fx.digest)
     if kind != "jarvis":
         raise UsageError(f"--data {kind!r}: use fixture or jarvis")
-    from pyrepro.registry import SourcePin
-
-    bpin = SourcePin(spec.source.repository, spec.source.commit, BENCHMARKS_SUBDIR, BENCHMARKS_TREE)
-    m = mirror if mirror is not None else (paths.default_mirror() if paths.default_mirror().is_dir() else None)
-    bench = sources.obtain_source(bpin, mirror=m, cache=paths.cache).path
+    bench = _real_benchmarks(spec, paths, mirror)
     ddir = paths.cache / "data" / "jarvis"
     needed = [d for d in data_mod.real_datasets()
               if any(u == spec.name or (u.endswith("*") and spec.name.startswith(u[:-1])) for u in d.used_by)]
@@ -102,6 +98,62 @@ def prepare_data(kind: str, paths: Paths, spec: ModelSpec, *, mirror: Path | Non
     for d in needed:
         h.update(hashlib.sha256((ddir / d.file).read_bytes()).digest())
     return DataSource("jarvis", bench, ddir, "sha256:" + h.hexdigest())
+
+
+def _real_benchmarks(spec: ModelSpec, paths: Paths, mirror: Path | None) -> Path:
+    """The model's real benchmark zips, each checked against its sha256 pin, in the cache."""
+    import shutil
+    import tomllib
+    from importlib.resources import files
+
+    from pyrepro.errors import IntegrityError
+
+    pins = {b["name"]: b["sha256"] for b in tomllib.loads(
+        files("pyrepro").joinpath("data", "datasets.toml").read_text(encoding="utf-8")).get("benchmark", [])}
+    out = paths.cache / "data" / "benchmarks"
+    out.mkdir(parents=True, exist_ok=True)
+    m = mirror if mirror is not None else (paths.default_mirror() if paths.default_mirror().is_dir() else None)
+    for b in spec.benchmarks:
+        name = f"{b}.json.zip"
+        target = out / name
+        if b not in pins:
+            raise NotFoundError(f"benchmark {b} has no sha256 pin in pyrepro/data/datasets.toml",
+                                hint="add a [[benchmark]] entry after checking the file")
+        if not target.is_file() or hashlib.sha256(target.read_bytes()).hexdigest() != pins[b]:
+            src = (m / sources.repo_name(spec.source.repository) / BENCHMARKS_SUBDIR / name) if m else None
+            if src is None or not src.is_file():
+                raise NetworkError(f"--data jarvis needs the benchmark file {name}, which is neither cached in {out} "
+                                   "nor in a mirror", hint="pass --mirror with a copy of the pinned repository; "
+                                   "pyrepro never falls back to fixture data")
+            tmp = target.with_suffix(".part")
+            shutil.copyfile(src, tmp)
+            got = hashlib.sha256(tmp.read_bytes()).hexdigest()
+            if got != pins[b]:
+                tmp.unlink()
+                raise IntegrityError(f"benchmark {name} in {src.parent} does not match its pin", expected=pins[b], actual=got)
+            os.replace(tmp, target)
+    return out
+
+
+_RO_SCRIPT = 'for d in "$PYREPRO_RO_DIRS"; do mount --bind "$d" "$d" && mount -o remount,bind,ro "$d" || exit 97; done; exec "$@"'
+
+
+def readonly_prefix(folder: Path, runner: Runner = proc.run) -> tuple[list[str], str]:
+    """How the staged source is kept read-only for a run: (command prefix, description).
+
+    Its files are read-only by mode (``make_read_only``), which binds ordinary users. Root
+    ignores file modes, so for root the run goes through a private mount namespace in which
+    the folder is bind-mounted read-only (``unshare --mount``), when the system allows it.
+    """
+    if os.geteuid() != 0:
+        return [], "file modes (read-only files and folders)"
+    if proc.which("unshare") is None:
+        return [], "file modes only: running as root without unshare, so writes are NOT prevented"
+    probe = runner(["unshare", "--mount", "--propagation", "private", "true"], check=False)
+    if probe.returncode != 0:
+        return [], "file modes only: running as root and mount namespaces are not allowed, so writes are NOT prevented"
+    return (["env", f"PYREPRO_RO_DIRS={folder}", "unshare", "--mount", "--propagation", "private",
+             "sh", "-c", _RO_SCRIPT, "sh"], "read-only bind mount in a private mount namespace")
 
 
 SEED_CALLS = {"seed", "set_seed", "manual_seed", "set_random_seed"}
@@ -163,6 +215,7 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
            "--data-dir", str(ds.data_dir), "--output-dir", str(out)]
     if test:
         cmd += list(spec.test.args)
+    prefix, protection = readonly_prefix(b.src_dir.parent, runner)
     discovery = gpu.discover_driver()
     decision = gpu.decide(spec.gpu, use_gpu, discovery)
     if decision.level == "error" and use_gpu:
@@ -186,7 +239,8 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
     error = None
     with open(logs / "stdout.log", "w") as so, open(logs / "stderr.log", "w") as se:
         try:
-            done = runner(cmd, cwd=work, env=env, check=False, timeout=timeout, stdout_file=so, stderr_file=se)
+            done = runner([*prefix, *cmd], cwd=work, env=env, check=False, timeout=timeout, stdout_file=so,
+                          stderr_file=se)
             exit_code = done.returncode
         except PyreproError as exc:
             error = str(exc)
@@ -223,6 +277,7 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
                 "driver": discovery.driver.version if discovery.driver else None},
         "data": {"kind": ds.kind, "digest": ds.digest,
                  "note": "fixture data proves executability, never a numerical result" if ds.kind == "fixture" else ""},
+        "source_protection": protection,
         "seeds": static_seeds(b.src_dir / script),
         "outputs": outputs,
         "logs": {"stdout": "logs/stdout.log", "stderr": "logs/stderr.log",

@@ -1,0 +1,159 @@
+"""Local backend, runs, provenance, verdicts and the report, in a miniature world."""
+
+from __future__ import annotations
+
+
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from pyrepro import data as data_mod
+from pyrepro import report, run, verdict
+from pyrepro.backends import local
+from pyrepro.errors import ExternalToolError, NetworkError
+from pyrepro.paths import Paths
+from pyrepro.registry import load_registry
+
+SC = Path(__file__).parent / "scenarios" / "backend"
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Paths:
+    root = tmp_path / "root"
+    shutil.copytree(SC / "models", root / "models")
+    shutil.copytree(SC / "patches", root / "patches")
+    (root / "flake.nix").write_text("{ }\n")
+    return Paths(root=root, cache=tmp_path / "cache")
+
+
+def test_locked_packages__markers__foreign_platform_dropped() -> None:
+    pkgs = local.locked_packages(SC / "models" / "mini" / "pdm.lock", "3.11", "linux-x86_64")
+    assert [(p.name, p.version, len(p.hashes)) for p in pkgs] == [("six", "1.17.0", 2)]
+    win = local.locked_packages(SC / "models" / "mini" / "pdm.lock", "3.11", "windows-AMD64")
+    assert {p.name for p in win} == {"six", "colorama"}
+    assert local.requirements_text(pkgs).startswith("six==1.17.0 --hash=sha256:4721f391")
+
+
+def test_env_key__lock_python_platform__all_matter(world: Paths) -> None:
+    spec = load_registry(world.models).get("mini")
+    k = local.env_key(spec, "linux-x86_64")
+    assert k == local.env_key(spec, "linux-x86_64") != local.env_key(spec, "linux-aarch64")
+    (spec.dir / "pdm.lock").write_text((spec.dir / "pdm.lock").read_text() + "\n")
+    assert local.env_key(spec, "linux-x86_64") != k
+
+
+def test_build_env__pip_fails__nothing_looks_complete(world: Paths) -> None:
+    spec = load_registry(world.models).get("mini")
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        if "pip" in cmd:
+            raise ExternalToolError(list(cmd), 1, "boom")
+        from pyrepro import proc
+        return proc.run(cmd, **kw)
+
+    with pytest.raises(ExternalToolError):
+        local.build_env(spec, world, runner=runner)
+    envs = world.cache / "envs"
+    assert not envs.exists() or list(envs.iterdir()) == []
+
+
+def _zip(path: Path, rows: str, name: str = "p.csv") -> Path:
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(name, rows)
+    return path
+
+
+def test_judge__tiers(tmp_path: Path) -> None:
+    targets = {"a": 1.0, "b": 2.0}
+    sub = _zip(tmp_path / "sub.zip", "id,prediction\na,1.5\nb,2.5\n")
+    same = _zip(tmp_path / "same.zip", "id,prediction\na,1.5\nb,2.5\n")
+    close = _zip(tmp_path / "close.zip", "id,prediction\na,1.50001\nb,2.5\n")
+    far = _zip(tmp_path / "far.zip", "id,prediction\na,9\nb,2.5\n")
+    short = _zip(tmp_path / "short.zip", "id,prediction\na,1\n")
+    kw = {"benchmark": "x", "targets": targets, "submitted": sub, "reported_mae": 0.5}
+    assert verdict.judge(exit_code=0, output=same, data_kind="jarvis", **kw).tier == "identical"
+    v = verdict.judge(exit_code=0, output=close, data_kind="jarvis", **kw)
+    assert v.tier == "agree" and v.max_relative_difference is not None and v.max_relative_difference < 1e-4
+    v = verdict.judge(exit_code=0, output=far, data_kind="jarvis", **kw)
+    assert v.tier == "differs" and v.mae == pytest.approx(4.25) and v.relative_mae_difference == pytest.approx(7.5)
+    assert verdict.judge(exit_code=0, output=None, data_kind="jarvis", **kw).tier == "failed"
+    assert verdict.judge(exit_code=0, output=short, data_kind="fixture", **kw).tier == "failed"
+    assert verdict.judge(exit_code=1, output=same, data_kind="fixture", **kw).tier == "failed"
+    assert verdict.judge(exit_code=0, output=same, data_kind="fixture", **kw).tier == "executable"
+    nc = verdict.judge(exit_code=0, output=same, data_kind="jarvis", comparable=False, note="copy of ALIGNN",
+                       benchmark="x", targets=targets, submitted=sub, reported_mae=0.5)
+    assert nc.tier == "not-comparable" and "ALIGNN" in nc.reason and not nc.passed
+
+
+@pytest.mark.upstream
+def test_prepare_data__jarvis_offline__clear_error_never_fixture(upstream: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    def offline(url: str, dest: Path) -> None:
+        raise OSError("Name or service not known")
+
+    monkeypatch.setattr(data_mod, "_urllib_download", offline)
+    paths = Paths(root=REPO, cache=tmp_path / "cache")
+    spec = load_registry(REPO / "models").get("cfid")
+    with pytest.raises(NetworkError) as e:
+        run.prepare_data("jarvis", paths, spec, mirror=upstream)
+    assert "never falls back to fixture data" in (e.value.hint or "")
+    assert "figshare" in str(e.value)
+
+
+def test_static_seeds__calls_and_keywords(tmp_path: Path) -> None:
+    p = tmp_path / "s.py"
+    p.write_text("import random\nrandom.seed(123)\nnp.random.seed(0)\nf(random_state=0)\ntf.random.set_seed(7)\n")
+    seeds = run.static_seeds(p)
+    assert len(seeds) == 4 and "random.seed(123) at line 2" in seeds[0]
+
+
+@pytest.mark.integration
+def test_build_and_run__mini_world__executable_with_provenance(world: Paths, tmp_path: Path) -> None:
+    spec = load_registry(world.models).get("mini")
+    mirror = SC / "mirror"
+    b1 = local.build(spec, world, mirror=mirror)
+    assert not b1.env_cached and not b1.src_cached and b1.python.startswith("3.11")
+    assert (b1.src_dir / "run.py").read_text().count("pyrepro_runtime") >= 2
+    b2 = local.build(spec, world, mirror=mirror)
+    assert b2.env_cached and b2.src_cached and (b2.env_key, b2.src_key) == (b1.env_key, b1.src_key)
+    rec = run.run_model(spec, world, test=True, mirror=mirror, built=b2)
+    assert rec.verdict is not None and rec.verdict.tier == "executable", rec.data
+    d = rec.data
+    assert d["exit_code"] == 0 and d["data"]["kind"] == "fixture" and d["data"]["digest"].startswith("sha256:")
+    assert d["source"]["tree"] == spec.source.tree and d["lock"]["sha256"]
+    assert d["patches"][0]["category"] == "cli" and d["environment"]["python"].startswith("3.11")
+    assert list(d["outputs"]) == ["AI-SinglePropertyPrediction-exfoliation_energy-dft_3d-test-mae.csv.zip"]
+    stdout = (rec.record_path.parent / "logs" / "stdout.log").read_text()
+    assert "source is read-only" in stdout and "six 1.17.0" in stdout
+    # a patch change restages only the source
+    p = world.patch_dir("mini") / "0001-uniform-cli.patch"
+    p.write_text(p.read_text().replace("Effect: none: the same", "Effect: none: still the same"))
+    b3 = local.build(spec, world, mirror=mirror)
+    assert b3.env_cached and not b3.src_cached and b3.src_key != b1.src_key
+    # gc keeps what the registry references, drops the old staged source
+    removed = local.gc(world, [spec])
+    assert [r.name for r in removed] == [f"mini-{b1.src_key}"]
+    # the report reads the records
+    rep = report.build_report(load_registry(world.models), world)
+    md = report.render_markdown(rep)
+    assert "| mini |" in md and "executable" in md and "unverified" in md
+    json.dumps(rep)
+
+
+def test_run_cli__unknown_target__not_found_exit_4(capsys: pytest.CaptureFixture[str]) -> None:
+    from pyrepro.cli import main
+
+    assert main(["run", "no_such_model", "--test"]) == 4
+    assert "unknown model" in capsys.readouterr().err
+
+
+def test_select__exfoliation_only_exclude__subset() -> None:
+    reg = load_registry(REPO / "models")
+    bench, specs = run.select(reg, "exfoliation", only=["cfid", "matminer_rf"], exclude=["matminer_rf"])
+    assert bench == "dft_3d_exfoliation_energy" and [s.name for s in specs] == ["cfid"]
+    bench, specs = run.select(reg, "exfoliation")
+    assert len(specs) == 14 and "elemnet" not in [s.name for s in specs]

@@ -83,6 +83,8 @@ class SourcePin:
     subdir: str
     tree: str
     nar_hash: str | None = None
+    benchmarks_subdir: str = ""
+    benchmarks_nar_hash: str | None = None
 
 
 @dataclass(frozen=True)
@@ -218,6 +220,17 @@ class _Reader:
                 raise self.fail(k, "unknown key", fix)
 
 
+SRI_RE = re.compile(r"^sha256-[A-Za-z0-9+/]{43}=$")
+
+
+def _nar(r: _Reader, key: str) -> str | None:
+    v = r.opt_str(key)
+    if v is not None and not SRI_RE.match(v):
+        raise r.fail(key, f"invalid NAR hash {v!r}",
+                     "write the SRI form sha256-<44 base64 chars> that `pyrepro source hash` or `nix hash path` prints")
+    return v
+
+
 def parse_model(path: Path, text: str | None = None) -> ModelSpec:
     """Parse and validate one ``model.toml``."""
     try:
@@ -255,13 +268,15 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
             raise r.fail("submitted", f"invalid date {submitted_raw!r}", 'write submitted = "2023-05-02"') from exc
 
     s = r.table("source")
-    s.unknown({"repository", "commit", "subdir", "tree", "nar_hash"})
+    s.unknown({"repository", "commit", "subdir", "tree", "nar_hash", "benchmarks_subdir", "benchmarks_nar_hash"})
     source = SourcePin(
         repository=s.str("repository"),
         commit=s.str("commit", pattern=HEX40, fix="use the full 40-hex commit id"),
         subdir=s.str("subdir", default=""),
         tree=s.str("tree", pattern=HEX40, fix="use the 40-hex git tree id of subdir at commit"),
-        nar_hash=s.opt_str("nar_hash"),
+        nar_hash=_nar(s, "nar_hash"),
+        benchmarks_subdir=s.str("benchmarks_subdir", default=""),
+        benchmarks_nar_hash=_nar(s, "benchmarks_nar_hash"),
     )
     extras = []
     for e in r.tables("extra_sources"):
@@ -272,7 +287,7 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
         extras.append(ExtraSource(
             name=e.str("name"), repository=e.str("repository"),
             commit=e.str("commit", pattern=HEX40, fix="use the full 40-hex commit id"),
-            hash=e.opt_str("hash"), install=cast(Literal["package", "tree"], install),
+            hash=_nar(e, "hash"), install=cast(Literal["package", "tree"], install),
             subdir=e.str("subdir", default=""),
         ))
     en = r.table("entry")

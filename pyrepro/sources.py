@@ -357,3 +357,152 @@ def _download(pin: PinLike, cache: Path, downloader: Downloader) -> Path:
         return _install(folder, cache, pin.tree)
     finally:
         _rmtree(work)
+
+
+# --------------------------------------------------------------------------- sparse checkouts (Nix pins)
+
+def _copy_entry(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if src.is_symlink():
+        os.symlink(os.readlink(src), dst)
+    elif src.is_dir():
+        shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    else:
+        shutil.copy2(src, dst)
+
+
+def _check_rel(rel: str, what: str) -> tuple[str, ...]:
+    parts = tuple(p for p in rel.strip("/").split("/") if p)
+    if not parts or any(p in (".", "..", ".git") for p in parts):
+        raise InputError(f"{what} {rel!r} is not a plain relative path inside the repository",
+                         hint="write it like jarvis_leaderboard/contributions/cfid")
+    return parts
+
+
+def cone_layout(repo_root: Path, dirs: list[str] | tuple[str, ...], dest: Path) -> Path:
+    """Copy into ``dest`` what a cone-mode ``git sparse-checkout set <dirs>`` checks out.
+
+    Cone mode keeps every file at the repository root, the files directly inside each parent
+    folder of a listed folder, and the listed folders recursively. This is the tree nixpkgs'
+    ``fetchgit { sparseCheckout = dirs; }`` produces (without ``.git``), so its NAR hash is the
+    fixed-output hash Nix expects.
+    """
+    repo_root = Path(repo_root)
+    if not repo_root.is_dir():
+        raise NotFoundError(f"repository folder not found: {repo_root}")
+    dest.mkdir(parents=True)
+    wanted = [_check_rel(d, "sparse folder") for d in dirs]
+    parents = {()} | {w[:i] for w in wanted for i in range(1, len(w))}
+    for parent in sorted(parents):
+        here = repo_root.joinpath(*parent)
+        if not here.is_dir():
+            raise NotFoundError(f"{repo_root} has no folder {'/'.join(parent)}")
+        for e in sorted(here.iterdir()):
+            if e.name != ".git" and (e.is_symlink() or not e.is_dir()):
+                _copy_entry(e, dest.joinpath(*parent, e.name))
+    for w in wanted:
+        src = repo_root.joinpath(*w)
+        if not src.is_dir():
+            raise NotFoundError(f"{repo_root} has no folder {'/'.join(w)}",
+                                hint="the sparse folder must exist in the pinned repository")
+        if not dest.joinpath(*w).exists():
+            _copy_entry(src, dest.joinpath(*w))
+    return dest
+
+
+def files_layout(repo_root: Path, files: list[str] | tuple[str, ...], dest: Path) -> Path:
+    """Copy into ``dest`` exactly ``files`` (what non-cone ``sparseCheckout`` of those paths gives)."""
+    repo_root = Path(repo_root)
+    dest.mkdir(parents=True)
+    for f in files:
+        parts = _check_rel(f, "sparse file")
+        src = repo_root.joinpath(*parts)
+        if not (src.is_file() or src.is_symlink()):
+            raise NotFoundError(f"{repo_root} has no file {f}", hint="the file must exist in the pinned repository")
+        _copy_entry(src, dest.joinpath(*parts))
+    return dest
+
+
+@dataclass(frozen=True)
+class SparseHashes:
+    """NAR hashes of a model's two fixed-output fetches (see nix/model.nix)."""
+    source: NarHash        # cone-mode sparse checkout of [source] subdir
+    benchmarks: NarHash    # non-cone checkout of the model's <benchmark>.json.zip files
+    benchmark_files: tuple[str, ...]
+
+
+def benchmark_files(benchmarks_subdir: str, benchmarks: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    return tuple(f"{benchmarks_subdir.strip('/')}/{b}.json.zip" for b in benchmarks)
+
+
+def sparse_hashes(repo_root: Path, subdir: str, benchmarks_subdir: str,
+                  benchmarks: tuple[str, ...] | list[str]) -> SparseHashes:
+    """Compute both NAR hashes from a local copy of the pinned repository (e.g. the mirror)."""
+    files = benchmark_files(benchmarks_subdir, benchmarks)
+    with tempfile.TemporaryDirectory(prefix="pyrepro-nar.") as t:
+        src = nar_hash(cone_layout(repo_root, [subdir], Path(t) / "src"))
+        bench = nar_hash(files_layout(repo_root, files, Path(t) / "bench"))
+    return SparseHashes(src, bench, files)
+
+
+class SpecLike(Protocol):
+    @property
+    def source(self) -> PinLike: ...
+    @property
+    def benchmarks(self) -> tuple[str, ...]: ...
+    @property
+    def path(self) -> Path: ...
+
+
+DEFAULT_BENCHMARKS_SUBDIR = "jarvis_leaderboard/benchmarks/AI/SinglePropertyPrediction"
+
+
+def mirror_repo(mirror: Path, repository: str) -> Path:
+    mirror = Path(mirror)
+    if not mirror.is_dir():
+        raise NotFoundError(f"mirror folder not found: {mirror}",
+                            hint="pass --mirror pointing at a folder holding <repo-name>/, e.g. ../shared/upstream")
+    root = mirror / repo_name(repository)
+    if not root.is_dir():
+        raise NotFoundError(f"the mirror {mirror} has no {repo_name(repository)}/",
+                            hint="the mirror must hold <repo-name>/ of the pinned commit")
+    return root
+
+
+def pin_hashes(spec: SpecLike, mirror: Path) -> SparseHashes:
+    """Verify the tree id of ``spec``'s pinned folder in the mirror, then compute its two NAR hashes."""
+    pin = spec.source
+    root = mirror_repo(mirror, pin.repository)
+    check_tree(root / pin.subdir, pin.tree, f"mirror copy of {pin.subdir}")
+    bsub = getattr(pin, "benchmarks_subdir", "") or DEFAULT_BENCHMARKS_SUBDIR
+    return sparse_hashes(root, pin.subdir, bsub, spec.benchmarks)
+
+
+def write_pin_hashes(spec: SpecLike, hashes: SparseHashes) -> bool:
+    """Record the hashes in ``spec.path`` ([source] nar_hash, benchmarks_subdir, benchmarks_nar_hash).
+
+    Formatting and comments are kept (tomlkit); the file is replaced atomically. Returns whether
+    it changed.
+    """
+    import tomlkit
+
+    text = spec.path.read_text(encoding="utf-8")
+    doc = tomlkit.parse(text)
+    src = doc["source"]
+    bsub = getattr(spec.source, "benchmarks_subdir", "") or DEFAULT_BENCHMARKS_SUBDIR
+    src["nar_hash"] = hashes.source.sri  # type: ignore[index]
+    src["benchmarks_subdir"] = bsub  # type: ignore[index]
+    src["benchmarks_nar_hash"] = hashes.benchmarks.sri  # type: ignore[index]
+    new = tomlkit.dumps(doc)
+    if new == text:
+        return False
+    fd, tmp = tempfile.mkstemp(prefix=".model.", suffix=".toml", dir=spec.path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(new)
+        os.replace(tmp, spec.path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return True

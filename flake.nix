@@ -6,6 +6,16 @@
     nixpkgs.follows = "dream2nix/nixpkgs";
   };
 
+  # Outputs (per system):
+  #   legacyPackages.models.<name>   every model of models/*/model.toml (nix/registry.nix)
+  #   packages.<name>, packages.pyrepro
+  #   apps.exfoliation               `nix run .#exfoliation -- --test` runs every exfoliation model
+  #   apps.<name>, apps.pyrepro
+  #   devShells.default              python3 + pdm + pyrepro
+  #   checks.<name>-import           the model package has an executable bin/<name>
+  #   checks.<name>-test             test-mode run on pyrepro's offline fixture data
+  # Only the registry/app/wrapper part is evaluated and run on the build machines (tests/nixflake
+  # with a busybox stand-in); the dream2nix part is written, not evaluated (no nixpkgs offline).
   outputs = { self, dream2nix, nixpkgs }:
     let
       systems = [ "x86_64-linux" "aarch64-linux" ];
@@ -13,26 +23,38 @@
       registry = import ./nix/registry.nix;
       modelsFor = pkgs: builtins.mapAttrs
         (name: _: import ./nix/model.nix { inherit pkgs dream2nix self registry; } name) registry;
-      pyreproFor = pkgs: pkgs.python3Packages.buildPythonApplication {
-        pname = "pyrepro"; version = "0"; pyproject = true; src = ./.;
-        build-system = [ pkgs.python3Packages.setuptools ];
-        dependencies = with pkgs.python3Packages; [ typer tomlkit jinja2 networkx packaging ];
+      pyreproFor = pkgs: pkgs.python311Packages.buildPythonApplication {
+        pname = "pyrepro"; version = "0.1.0"; pyproject = true; src = ./.;
+        build-system = [ pkgs.python311Packages.setuptools ];
+        dependencies = with pkgs.python311Packages; [ typer tomlkit jinja2 networkx graphviz packaging ];
+        pythonRelaxDeps = true;
+        pythonRemoveDeps = [ "pdm" "hishel" ];  # only `pyrepro lock` needs pdm; the checks do not
+        doCheck = false;
       };
+      appsFor = pkgs: let models = modelsFor pkgs; in
+        import ./nix/apps.nix { inherit pkgs registry models; }
+        // builtins.mapAttrs (name: pkg: { type = "app"; program = "${pkg}/bin/${name}"; }) models
+        // { pyrepro = { type = "app"; program = "${pyreproFor pkgs}/bin/pyrepro"; }; };
     in
     {
       legacyPackages = forAll (pkgs: { models = modelsFor pkgs; });
       packages = forAll (pkgs: modelsFor pkgs // { pyrepro = pyreproFor pkgs; });
-      apps = forAll (pkgs: import ./nix/apps.nix { inherit pkgs registry; models = modelsFor pkgs; } // {
-        pyrepro = { type = "app"; program = "${pyreproFor pkgs}/bin/pyrepro"; };
+      apps = forAll appsFor;
+      devShells = forAll (pkgs: {
+        default = pkgs.mkShell { packages = [ pkgs.python311 pkgs.pdm (pyreproFor pkgs) pkgs.git ]; };
       });
-      devShells = forAll (pkgs: { default = pkgs.mkShell { packages = [ pkgs.python3 pkgs.pdm (pyreproFor pkgs) ]; }; });
-      # Import check and test-mode run per model (test mode needs `pyrepro data fixture`; unverified here).
       checks = forAll (pkgs: nixpkgs.lib.concatMapAttrs (name: pkg: {
-        "${name}-import" = pkgs.runCommand "${name}-import" { } "test -x ${pkg}/bin/${name} && touch $out";
+        "${name}-import" = pkgs.runCommand "${name}-import" { } ''
+          test -x ${pkg}/bin/${name}
+          touch $out
+        '';
         "${name}-test" = pkgs.runCommand "${name}-test" { } ''
           export HOME=$TMPDIR
-          ${pyreproFor pkgs}/bin/pyrepro data fixture --out $TMPDIR/data
-          PYREPRO_DATA_DIR=$TMPDIR/data ${pkg}/bin/${name} --test
+          ${pyreproFor pkgs}/bin/pyrepro data fixture --out $TMPDIR/fixture
+          export PYREPRO_DATA_KIND=fixture PYREPRO_DATA_DIR=$TMPDIR/fixture/data
+          export PYREPRO_BENCHMARKS_DIR=$TMPDIR/fixture/benchmarks PYREPRO_OUTPUT_DIR=$TMPDIR/out
+          ${pkg}/bin/${name} --test
+          ls $TMPDIR/out/*.csv.zip
           touch $out
         '';
       }) (modelsFor pkgs));

@@ -1,22 +1,29 @@
 # `exfoliation` app: runs every model serving dft_3d_exfoliation_energy in turn, passes the
 # arguments (e.g. --test) through, prints a summary; one failure does not stop the others.
+# Each model writes its predictions to ${PYREPRO_OUTPUT_DIR:-$PWD/exfoliation}/<name>/ (the
+# file names are the same for every model).
 # Needs only `pkgs.writeShellScriptBin`; `models` is { name = package with bin/<name>; }.
-{ pkgs, registry, models, benchmark ? "dft_3d_exfoliation_energy" }:
+{ pkgs, registry, models, benchmark ? "dft_3d_exfoliation_energy", appName ? "exfoliation" }:
 let
   names = builtins.filter
     (n: builtins.elem benchmark (registry.${n}.benchmarks or [ ]) && models ? ${n})
     (builtins.attrNames registry);
   runOne = n: ''
     echo "== ${n}"
-    if ${models.${n}}/bin/${n} "$@"; then ok="$ok ${n}"; else fail="$fail ${n}"; fi
+    if PYREPRO_OUTPUT_DIR="$base/${n}" ${models.${n}}/bin/${n} --benchmark ${benchmark} "$@"; then
+      ok="$ok ${n}"
+    else
+      fail="$fail ${n}"
+    fi
   '';
-  script = pkgs.writeShellScriptBin "exfoliation" ''
+  script = pkgs.writeShellScriptBin appName ''
     ok=""; fail=""
+    base="''${PYREPRO_OUTPUT_DIR:-$PWD/${appName}}"
     ${builtins.concatStringsSep "\n" (map runOne names)}
-    echo "exfoliation: ok:''${ok:- none} failed:''${fail:- none}"
+    echo "${appName}: ok:''${ok:- none} failed:''${fail:- none} (predictions under $base)"
     [ -z "$fail" ]
   '';
 in
 {
-  exfoliation = { type = "app"; program = "${script}/bin/exfoliation"; };
+  ${appName} = { type = "app"; program = "${script}/bin/${appName}"; };
 }

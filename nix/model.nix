@@ -1,31 +1,51 @@
 # One model package, built with dream2nix's python-pdm module.
 # NOT evaluated here (needs nixpkgs + dream2nix, unreachable offline); see docs/nix.md.
 #   import ./model.nix { inherit pkgs dream2nix self; } "elemnet"
+#
+# Fixed-output fetches (hashes recorded in model.toml by `pyrepro source hash --write`, computed
+# offline from the mirror and checked against `git sparse-checkout` + `nix hash path`):
+#   - [source] subdir: cone-mode sparse checkout (root files, files of the parent folders, subdir)
+#   - the model's <benchmark>.json.zip files: non-cone sparse checkout of exactly those files
+# extra_sources without `hash` use lib.fakeHash: the first build fails and prints the real hash,
+# which must be reviewed and written to model.toml (the hosts are unreachable here).
 { pkgs, dream2nix, self, registry ? import ./registry.nix }:
 name:
 let
   lib = pkgs.lib;
   m = registry.${name};
   root = ../.;
-  fetchPin = subdir: hash: pkgs.fetchgit {
+  bsub = m.source.benchmarks_subdir or "jarvis_leaderboard/benchmarks/AI/SinglePropertyPrediction";
+  upstream = pkgs.fetchgit {
     url = m.source.repository;
     rev = m.source.commit;
-    sparseCheckout = [ subdir ];
-    hash = hash;
+    sparseCheckout = [ m.source.subdir ];
+    hash = m.source.nar_hash or lib.fakeHash;
   };
-  upstream = fetchPin m.source.subdir (m.source.nar_hash or lib.fakeHash);
-  benchmarksSrc = fetchPin "jarvis_leaderboard/benchmarks/AI/SinglePropertyPrediction"
-    (m.benchmarks_source.nar_hash or lib.fakeHash);
+  benchmarksSrc = pkgs.fetchgit {
+    url = m.source.repository;
+    rev = m.source.commit;
+    sparseCheckout = map (b: "${bsub}/${b}.json.zip") m.benchmarks;
+    nonConeMode = true;
+    hash = m.source.benchmarks_nar_hash or lib.fakeHash;
+  };
+  extraSrc = e: pkgs.fetchgit { url = e.repository; rev = e.commit; hash = e.hash or lib.fakeHash; };
+  extras = m.extra_sources or [ ];
+  treeExtras = lib.filter (e: (e.install or "package") == "tree") extras;
+  packageExtras = lib.filter (e: (e.install or "package") == "package") extras;
   patchDir = root + "/patches/${name}";
   patches = if builtins.pathExists patchDir
     then map (f: patchDir + "/${f}") (lib.sort lib.lessThan
       (lib.filter (lib.hasSuffix ".patch") (builtins.attrNames (builtins.readDir patchDir))))
     else [ ];
+  # pristine copy + the reviewed patch series in order (patch -p1, no fuzz, as pyrepro.patches)
+  # + `install = "tree"` extra sources copied next to the entry
   src = pkgs.runCommand "${name}-src" { nativeBuildInputs = [ pkgs.patch ]; } ''
     cp -R ${upstream}/${m.source.subdir} $out
     chmod -R u+w $out
     cd $out
-    ${lib.concatMapStrings (p: "patch -p1 --batch < ${p}\n") patches}
+    ${lib.concatMapStrings (p: "patch -p1 --batch --fuzz=0 < ${p}\n") patches}
+    ${lib.concatMapStrings (e: "cp -R ${extraSrc e}/${e.subdir or ""} ./${e.name}\n") treeExtras}
+    chmod -R a-w $out
   '';
   env = dream2nix.lib.evalModules {
     packageSets.nixpkgs = pkgs;
@@ -39,16 +59,32 @@ let
       }
     ];
   };
-  pythonEnv = env.config.public.pyEnv or env;
-  tools = lib.concatMapStrings (t: ":${pkgs.${t}}/bin") (m.runtime.tools or [ ]);
+  pyEnv = env.config.public.pyEnv or env.pyEnv;
+  # `install = "package"` extra sources (git projects, not on PyPI) are built against the
+  # locked environment without dependency resolution, as the local backend does (pip --no-deps).
+  extraPkgs = map (e: pyEnv.python.pkgs.buildPythonPackage {
+    pname = e.name; version = builtins.substring 0 7 e.commit; pyproject = true;
+    src = extraSrc e; build-system = [ pyEnv.python.pkgs.setuptools ];
+    dontCheckRuntimeDeps = true; doCheck = false;
+  }) packageExtras;
+  pythonEnv = if extraPkgs == [ ] then pyEnv else pkgs.symlinkJoin {
+    name = "${name}-python-env";
+    paths = [ pyEnv ] ++ extraPkgs;
+    nativeBuildInputs = [ pkgs.makeWrapper ];
+    postBuild = ''
+      for p in $out/bin/python*; do
+        wrapProgram "$p" --prefix PYTHONPATH : ${lib.concatMapStringsSep ":" (p: "${p}/${pyEnv.python.sitePackages}") extraPkgs}
+      done
+    '';
+  };
+  tools = lib.concatMapStrings (t: ":${pkgs.${t}}/bin") (lib.filter (t: t != "ipython" && t != "python") (m.runtime.tools or [ ]));
   unwrapped = import ./wrapper.nix { inherit pkgs; } {
     inherit name pythonEnv src tools;
-    benchmarks = "${benchmarksSrc}/jarvis_leaderboard/benchmarks";
+    benchmarks = "${benchmarksSrc}/${bsub}";
     runtime = root + "/pyrepro/runtime";
     entry = m.entry.command;
   };
-  gpuFile = ./gpu.nix;
 in
-if (m.gpu or "none") != "none" && builtins.pathExists gpuFile
-then import gpuFile { inherit pkgs; } { inherit name; program = "${unwrapped}/bin/${name}"; gpu = m.gpu; }
+if (m.gpu or "none") != "none"
+then import ./gpu.nix { inherit pkgs; } { inherit name; program = "${unwrapped}/bin/${name}"; gpu = m.gpu; }
 else unwrapped

@@ -13,7 +13,8 @@ from tests.conftest import have, nix_env
 from tests.test_nixeval import MODEL
 
 needs_nix = pytest.mark.skipif(not have("nix"), reason="nix is not installed")
-APPLETS = ["sh", "mktemp", "cp", "chmod", "mkdir", "grep", "touch", "printf", "cat", "echo"]
+APPLETS = ["sh", "mktemp", "cp", "chmod", "mkdir", "grep", "touch", "printf", "cat", "echo", "sed", "awk", "find",
+           "head", "ln", "tr", "ls", "test", "[", "env", "readlink", "dirname", "basename", "rm", "sort", "uniq"]
 
 
 def _git_repo(d: Path) -> None:
@@ -43,15 +44,19 @@ def test_flake(repo_root: Path, tmp_path: Path) -> Path:
     d = tmp_path / "tf"
     shutil.copytree(repo_root / "tests" / "nixflake", d)
     shutil.copytree(repo_root / "nix", d / "nix")
+    (d / "pyrepro" / "data").mkdir(parents=True)
+    shutil.copy(repo_root / "pyrepro" / "data" / "gpu-wrapper.sh", d / "pyrepro" / "data" / "gpu-wrapper.sh")
     bb = d / "busybox" / "bin"
     bb.mkdir(parents=True)
     shutil.copy("/bin/busybox", bb / "busybox")
     for a in APPLETS:
         (bb / a).symlink_to("busybox")
-    for name, up, bench in [("alpha", "Alpha_1", "dft_3d_exfoliation_energy"), ("gamma", "Gamma", "other")]:
+    for name, up, bench, gpu in [("alpha", "Alpha_1", "dft_3d_exfoliation_energy", "none"),
+                                 ("beta", "Beta_2", "dft_3d_exfoliation_energy", "optional"),
+                                 ("gamma", "Gamma", "other", "none")]:
         (d / "models" / name).mkdir(parents=True)
         (d / "models" / name / "model.toml").write_text(
-            MODEL.format(name=name, upstream=up, gpu="none", commit="a" * 40, tree="b" * 40)
+            MODEL.format(name=name, upstream=up, gpu=gpu, commit="a" * 40, tree="b" * 40)
             .replace('"dft_3d_exfoliation_energy"', f'"{bench}"'))
     _git_repo(d)
     return d
@@ -65,21 +70,46 @@ def _nix(args: list[str], d: Path) -> proc.Completed:
 
 @needs_nix
 @pytest.mark.integration
-def test_test_flake__build_run_check_eval__work_offline(test_flake: Path) -> None:
+def test_test_flake__build_run_check_eval__work_offline(test_flake: Path, tmp_path: Path) -> None:
     d = test_flake
     b = _nix(["build", "--no-link", "--json", ".#models.alpha"], d)
     assert b.returncode == 0, b.stderr
     out = Path(json.loads(b.stdout)[0]["outputs"]["out"])
     assert (out / "bin" / "alpha").exists()
-    r = _nix(["run", ".#exfoliation", "--", "--test"], d)
+    caller = tmp_path / "caller"
+    caller.mkdir()
+    r = _nix(["run", f"{d}#exfoliation", "--", "--test"], caller)
     assert r.returncode == 0, r.stderr
-    assert "test=1" in r.stdout and "== alpha" in r.stdout and "gamma" not in r.stdout.split("exfoliation:")[0]
-    assert "ok: alpha" in r.stdout
+    runs = r.stdout.split("exfoliation:")[0]
+    assert "== alpha" in runs and "== beta" in runs and "gamma" not in runs
+    assert "ok: alpha beta" in r.stdout
+    # every model got --test and --benchmark, ran in a fresh work dir with HOME inside it,
+    # wrote its predictions to <caller>/exfoliation/<name>/, and nothing into the source or store
+    for line in (ln for ln in r.stdout.splitlines() if ln.startswith("run in ")):
+        assert "test=1" in line and "/pyrepro-" in line.split(" test=")[0]
+        work = line.split()[2]
+        assert f"home={work}/home" in line
+    assert (caller / "exfoliation" / "alpha" / "prediction.csv.zip").is_file()
+    assert (caller / "exfoliation" / "beta" / "prediction.csv.zip").is_file()
+    assert "gpu=optional" in r.stdout  # beta went through nix/gpu.nix
+    assert "pyrepro-gpu" in r.stderr  # the wrapper said what it found (no driver here: CPU)
     assert not (out / "written-here").exists()
+    assert not (d / "fixture-src" / "written-here").exists()
     c = _nix(["flake", "check"], d)
     assert c.returncode == 0, c.stderr
     e = _nix(["eval", "--json", ".#legacyPackages.x86_64-linux.models", "--apply", "builtins.attrNames"], d)
-    assert json.loads(e.stdout) == ["alpha", "gamma"]
+    assert json.loads(e.stdout) == ["alpha", "beta", "gamma"]
+
+
+@needs_nix
+@pytest.mark.integration
+def test_test_flake__failing_model__app_reports_it_and_fails(test_flake: Path) -> None:
+    run_py = test_flake / "fixture-src" / "run.py"
+    run_py.write_text("echo broken; exit 3\n")
+    proc.run(["git", "add", "-A"], cwd=test_flake)
+    r = _nix(["run", ".#exfoliation", "--", "--test"], test_flake)
+    assert r.returncode != 0
+    assert "failed: alpha beta" in r.stdout
 
 
 @needs_nix

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
-from pyrepro.errors import IntegrityError, InputError, NetworkError, NotFoundError
+from pyrepro.errors import InputError, IntegrityError, NetworkError, NotFoundError
 
 NIX_BASE32 = "0123456789abcdfghijklmnpqrsvwxyz"
 _CHUNK = 1 << 20
@@ -247,7 +247,7 @@ def tarball_url(repository: str, commit: str) -> str:
 
 
 def make_read_only(root: Path) -> None:
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, _dirnames, filenames in os.walk(root):
         for n in filenames:
             p = os.path.join(dirpath, n)
             if not os.path.islink(p):
@@ -257,7 +257,7 @@ def make_read_only(root: Path) -> None:
 
 def make_writable(root: Path) -> None:
     """Undo ``make_read_only`` (to delete a cached copy)."""
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, _dirnames, filenames in os.walk(root):
         os.chmod(dirpath, os.lstat(dirpath).st_mode | 0o700)
         for n in filenames:
             p = os.path.join(dirpath, n)
@@ -367,8 +367,15 @@ def _copy_entry(src: Path, dst: Path) -> None:
         os.symlink(os.readlink(src), dst)
     elif src.is_dir():
         shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        _prune_empty_dirs(dst)  # git has no empty folders: a checkout never contains them
     else:
         shutil.copy2(src, dst)
+
+
+def _prune_empty_dirs(root: Path) -> None:
+    for dirpath, _dirnames, _filenames in os.walk(root, topdown=False):
+        if dirpath != str(root) and not os.listdir(dirpath):
+            os.rmdir(dirpath)
 
 
 def _check_rel(rel: str, what: str) -> tuple[str, ...]:
@@ -506,3 +513,35 @@ def write_pin_hashes(spec: SpecLike, hashes: SparseHashes) -> bool:
             os.unlink(tmp)
         raise
     return True
+
+
+@dataclass(frozen=True)
+class PinCheck:
+    """Recorded vs computed pins of one model (``pyrepro source verify``)."""
+    name: str
+    tree: str
+    hashes: SparseHashes
+    problems: tuple[str, ...]  # "key: expected X, got Y" / "key: not recorded, computed Y"
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "tree": self.tree, "nar_hash": self.hashes.source.sri,
+                "benchmarks_nar_hash": self.hashes.benchmarks.sri,
+                "benchmark_files": list(self.hashes.benchmark_files), "ok": self.ok,
+                "problems": list(self.problems)}
+
+
+def check_pins(spec: SpecLike, mirror: Path) -> PinCheck:
+    """Verify the tree id (IntegrityError on mismatch) and compare the recorded NAR hashes."""
+    hashes = pin_hashes(spec, mirror)
+    problems = []
+    for key, computed in (("nar_hash", hashes.source.sri), ("benchmarks_nar_hash", hashes.benchmarks.sri)):
+        recorded = getattr(spec.source, key, None)
+        if recorded is None:
+            problems.append(f"[source] {key}: not recorded, computed {computed}")
+        elif recorded != computed:
+            problems.append(f"[source] {key}: expected {recorded}, got {computed}")
+    return PinCheck(getattr(spec, "name", spec.path.parent.name), spec.source.tree, hashes, tuple(problems))

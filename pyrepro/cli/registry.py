@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from pyrepro.cli._common import emit_json, table
+from pyrepro.paths import Paths
+
+if TYPE_CHECKING:
+    from pyrepro.registry import ModelSpec
 
 
 def register(app: typer.Typer) -> None:
@@ -15,7 +20,6 @@ def register(app: typer.Typer) -> None:
     @app.command("models")
     def models_cmd(as_json: bool = typer.Option(False, "--json", help="Machine-readable output")) -> None:
         """List the models of the registry."""
-        from pyrepro.paths import Paths
         from pyrepro.registry import load_registry
 
         reg = load_registry(Paths.discover().models)
@@ -26,6 +30,23 @@ def register(app: typer.Typer) -> None:
         typer.echo(table([[m.name, ",".join(m.aliases), m.python, m.gpu, ",".join(m.benchmarks)] for m in reg],
                          ["name", "aliases", "python", "gpu", "benchmarks"]))
 
+    @app.command("show")
+    def show_cmd(
+        name: str = typer.Argument(..., help="Model name or alias"),
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
+    ) -> None:
+        """Show one model's registry entry (source pin, entry, test mode, dependencies, predictions)."""
+        from pyrepro import generate
+        from pyrepro.registry import load_registry
+
+        spec = load_registry(Paths.discover().models).get(name)
+        data = spec_json(spec, generate.dependencies(spec))
+        if as_json:
+            emit_json(data)
+            return
+        for k, v in data.items():
+            typer.echo(f"{k}: {v}")
+
     @app.command("generate")
     def generate_cmd(
         names: list[str] = typer.Argument(None, help="Models (default: all)"),
@@ -34,7 +55,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Regenerate pyproject.toml and default.nix from each model.toml."""
         from pyrepro import generate
-        from pyrepro.paths import Paths
         from pyrepro.registry import load_registry
 
         reg = load_registry(Paths.discover().models)
@@ -62,7 +82,6 @@ def register(app: typer.Typer) -> None:
         """Scan a contribution folder and write a draft model.toml, pyproject.toml and default.nix."""
         from pyrepro import init as init_mod
         from pyrepro.errors import PyreproError
-        from pyrepro.paths import Paths
 
         target = models_dir if models_dir is not None else Paths.discover().models
         paths_mirror = mirror
@@ -81,22 +100,83 @@ def register(app: typer.Typer) -> None:
         for w in res.warnings:
             typer.echo(f"warning: {w}", err=True)
 
-    @app.command("source")
-    def source_cmd(
-        name: str = typer.Argument(..., help="Model name"),
-        mirror: Path = typer.Option(None, "--mirror", help="A mirror folder holding the pinned repository tree"),
+    source_app = typer.Typer(help="Pinned upstream sources: fetch a verified copy, verify or record the pins.",
+                             no_args_is_help=True)
+    app.add_typer(source_app, name="source")
+
+    def _mirror(paths: Paths, mirror: Path | None) -> Path | None:
+        if mirror is not None:
+            return mirror
+        dm = paths.default_mirror()
+        return dm if dm.is_dir() else None
+
+    @source_app.command("fetch")
+    def source_fetch_cmd(
+        name: str = typer.Argument(..., help="Model name or alias"),
+        mirror: Path = typer.Option(None, "--mirror", help="A mirror folder holding <repo-name>/<subdir> (default: ../shared/upstream if present)"),
+        offline: bool = typer.Option(False, "--offline", help="Never download"),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
     ) -> None:
-        """Obtain the model's pinned upstream folder (cache, mirror or download) and verify its tree id."""
+        """Obtain the model's pinned upstream folder (cache, mirror or download), tree id verified."""
         from pyrepro import sources
-        from pyrepro.paths import Paths
         from pyrepro.registry import load_registry
 
         paths = Paths.discover()
         spec = load_registry(paths.models).get(name)
-        mirror_dir = mirror if mirror is not None else (paths.default_mirror() if paths.default_mirror().is_dir() else None)
-        path = sources.obtain_source(spec.source, mirror=mirror_dir, cache=paths.cache)
+        got = sources.obtain_source(spec.source, mirror=_mirror(paths, mirror), cache=paths.cache, online=not offline)
         if as_json:
-            emit_json({"name": spec.name, "path": str(path), "tree": spec.source.tree, "commit": spec.source.commit})
+            emit_json({"name": spec.name, "path": str(got.path), "origin": got.origin, "tree": got.tree,
+                       "commit": spec.source.commit})
             return
-        typer.echo(f"{spec.name}: {path} (tree {spec.source.tree} verified)")
+        typer.echo(f"{spec.name}: {got.path} (from {got.origin}, tree {got.tree} verified)")
+
+    @source_app.command("verify")
+    def source_verify_cmd(
+        names: list[str] = typer.Argument(None, help="Models (default: all)"),
+        mirror: Path = typer.Option(None, "--mirror", help="Mirror holding <repo-name>/ at the pinned commit (default: ../shared/upstream)"),
+        write: bool = typer.Option(False, "--write", help="Record the computed NAR hashes in model.toml (after review)"),
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
+    ) -> None:
+        """Check each model's tree id and the NAR hashes of its Nix fetches against the mirror."""
+        from pyrepro import sources
+        from pyrepro.errors import IntegrityError, NotFoundError
+        from pyrepro.registry import load_registry
+
+        paths = Paths.discover()
+        reg = load_registry(paths.models)
+        m = _mirror(paths, mirror)
+        if m is None:
+            raise NotFoundError("no mirror: verify needs a local copy of the pinned repository",
+                                hint="pass --mirror DIR (a folder holding <repo-name>/, e.g. ../shared/upstream)")
+        specs = reg.select(list(names)) if names else list(reg)
+        checks = [sources.check_pins(s, m) for s in specs]
+        if write:
+            for s, c in zip(specs, checks, strict=True):
+                if not c.ok and sources.write_pin_hashes(s, c.hashes):
+                    typer.echo(f"wrote {s.path}", err=True)
+        if as_json:
+            emit_json([c.to_json() for c in checks])
+        else:
+            for c in checks:
+                typer.echo(f"{c.name}: tree {c.tree} ok; " + ("hashes ok" if c.ok else "; ".join(c.problems)))
+        bad = [c.name for c in checks if not c.ok]
+        if bad and not write:
+            raise IntegrityError(f"recorded NAR hashes differ or are missing for: {', '.join(bad)}",
+                                 hint="review, then run `pyrepro source verify --write`")
+
+
+def spec_json(spec: ModelSpec, deps: list[str]) -> dict[str, object]:
+    """The JSON view of a registry entry (``show --json``)."""
+    from dataclasses import asdict
+
+    src = asdict(spec.source)
+    return {
+        "name": spec.name, "upstream_name": spec.upstream_name, "aliases": list(spec.aliases),
+        "title": spec.title, "python": spec.python, "gpu": spec.gpu, "benchmarks": list(spec.benchmarks),
+        "submitted": spec.submitted.isoformat() if spec.submitted else None, "source": src,
+        "extra_sources": [asdict(e) for e in spec.extra_sources], "entry": list(spec.entry),
+        "test": {"args": list(spec.test.args), "description": spec.test.description},
+        "tools": list(spec.tools), "dependencies": deps,
+        "pins": [{"name": p.name, "spec": p.spec, "reason": p.reason} for p in spec.dependencies.pins],
+        "predictions": [asdict(p) for p in spec.predictions], "notes": spec.notes, "path": str(spec.path),
+    }

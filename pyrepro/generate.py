@@ -50,6 +50,7 @@ def dependencies(spec: ModelSpec) -> list[str]:
             if name in removed or name in non_pypi:
                 continue
             reqs.setdefault(name, r.strip())
+    pinned: dict[str, list[str]] = {}
     for i, pin in enumerate(d.pins):
         name = _req_name(pin.name, spec, f"dependencies.pins[{i}].name")
         req = f"{pin.name}{pin.spec}"
@@ -58,7 +59,15 @@ def dependencies(spec: ModelSpec) -> list[str]:
         except InvalidRequirement as exc:
             raise InputError(f"pin {req!r} is not a valid requirement ({exc})", path=spec.path,
                              key=f"dependencies.pins[{i}].spec", hint='write spec = "==1.2.3" or "<2"') from exc
-        reqs[name] = req
+        if pin.spec:
+            pinned.setdefault(name, []).append(pin.spec)
+        else:
+            pinned.setdefault(name, [])
+    for name, specs in pinned.items():
+        # Several pins of one name are all kept (a submission may declare conflicting ones):
+        # the resolver then reports the conflict and the lock stage relaxes it, on record.
+        base = next((r for r in (*d.scanned, *d.extra) if _req_name(r, spec, "dependencies") == name), name)
+        reqs[name] = Requirement(base).name + ",".join(dict.fromkeys(specs))
     return [reqs[k] for k in sorted(reqs)]
 
 

@@ -23,6 +23,7 @@ import tomlkit
 
 from pyrepro import generate, sources
 from pyrepro.errors import InputError, UsageError
+from pyrepro.lock import DECLARED_REASON
 from pyrepro.registry import NAME_RE, PY_RE, parse_model
 from pyrepro.scan import ScanResult, scan_path
 
@@ -125,6 +126,18 @@ def draft_model_toml(folder: Path, name: str, python: str, scan: ScanResult, pin
     deps["scanned"] = list(scan.distributions)
     deps["extra"] = []
     deps["remove"] = []
+    pins = tomlkit.aot()
+    used = set(scan.distributions)
+    for d in scan.declared:
+        spec = d.spec[len(d.spec.split("=")[0].split("<")[0].split(">")[0].split("!")[0].split("~")[0]):].strip() \
+            if d.name in used else ""
+        if spec and spec[0] in "<>=!~" and "@" not in d.spec:
+            t = tomlkit.table()
+            t.update({"name": d.name, "spec": spec.replace(" ", ""),
+                      "reason": f"{DECLARED_REASON} ({d.path}:{d.line})"})
+            pins.append(t)
+    if len(pins):
+        deps["pins"] = pins
     doc["dependencies"] = deps
     return tomlkit.dumps(doc)
 

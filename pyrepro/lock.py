@@ -62,6 +62,7 @@ CATEGORIES = {
 }
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_28_aarch64")
 AUTO_REASON = "auto-relaxed by pyrepro lock"
+DECLARED_REASON = "declared by the submission"  # pins 'pyrepro init' copies from the declared metadata
 #: Distributions that lock fine but are placeholders that refuse to install.
 DUMMIES = {"sklearn": "the deprecated 'sklearn' dummy on PyPI refuses to install; use scikit-learn"}
 RECORD_SCHEMA = 1
@@ -182,7 +183,7 @@ class LockRequest:
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> LockRequest:
         reviewed = tuple((p.name, p.spec, p.reason) for p in spec.dependencies.pins
-                         if not p.reason.startswith(AUTO_REASON))
+                         if not p.reason.startswith((AUTO_REASON, DECLARED_REASON)))
         fidelity = []
         for n, s, r in reviewed:
             fidelity.append(f"reviewed pin {n}{s}: {r}")
@@ -419,6 +420,8 @@ def _run_pdm(workdir: Path, python: str, exclude_newer: str | None, *, runner: R
 
 
 def _trim(text: str, lines: int = 25) -> str:
+    # No machine paths in records that get committed: the home folder becomes '~'.
+    text = text.replace(str(Path.home()), "~")
     keep = [ln for ln in relax._clean(text).splitlines()
             if ln.strip() and "virtualenv" not in ln.lower() and "use_venv" not in ln]
     return "\n".join(keep[-lines:])

@@ -121,11 +121,14 @@ def parse_info_json(text: str, path: str) -> MetaScan:
         return MetaScan((), ())
     if isinstance(req, dict):
         for k, v in req.items():
-            spec = f"{k}=={v}" if isinstance(v, str) and re.fullmatch(r"[\w.+!*]+", v) else str(k)
-            if isinstance(v, list) and v and isinstance(v[0], str):
-                spec = f"{k}=={v[0]}"
-            if (d := _req(spec, path, line, warnings)):
-                out.append(d)
+            versions = v if isinstance(v, list) else [v]
+            specs = [f"{k}=={x}" if re.fullmatch(r"[\w.+!*]+", x) else f"{k}{x}" if re.match(r"^[<>=!~]", x) else str(k)
+                     for x in versions if isinstance(x, str)] or [str(k)]
+            if len(specs) > 1:
+                warnings.append((path, line, f"{k} is pinned to several versions ({', '.join(map(str, versions))})"))
+            for spec in specs:
+                if (d := _req(spec, path, line, warnings)):
+                    out.append(d)
     elif isinstance(req, list):
         for item in req:
             if isinstance(item, str) and (d := _req(item, path, line, warnings)):

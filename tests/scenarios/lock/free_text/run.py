@@ -1,0 +1,2 @@
+import sklearn
+import matbench

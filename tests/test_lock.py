@@ -1,0 +1,180 @@
+"""Locking: relaxation rules on recorded resolver messages, the strategy order with a fake pdm,
+atomic writes, categories, offline --check, and (integration) a real small lock."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pyrepro import lock, relax
+from pyrepro.errors import NetworkError
+from pyrepro.proc import Completed
+from pyrepro.registry import load_registry
+from tests.fakes import FakeRunner
+
+MSG = Path(__file__).parent / "data" / "resolver_messages"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _step(message: str, reqs: tuple[str, ...], versions: dict[str, tuple[str, ...]] | None = None) -> relax.Step | None:
+    return relax.relax(message, reqs, relax.Facts(versions or {}))
+
+
+def test_relax__pip_matbench_missing_version__nearest_release() -> None:
+    s = _step((MSG / "pip" / "matbench__0_1_0.txt").read_text(), ("matbench==0.1.0", "numpy"),
+              {"matbench": relax.pip_versions((MSG / "pip" / "matbench__0_1_0.txt").read_text())})
+    assert s is not None and (s.rule, s.before, s.after) == ("nearest-release", "matbench==0.1.0", "matbench==0.2")
+    assert s.requirements == ("matbench==0.2", "numpy")
+
+
+def test_relax__modnet_0_1_10__nearest_existing_release() -> None:
+    p = relax.Problem("not-found", "modnet", ("modnet==0.1.10",))
+    s = relax.relax([p], ("modnet==0.1.10",), relax.Facts({"modnet": ("0.1.8", "0.1.9", "0.1.11", "0.2.1")}))
+    assert s is not None and s.after in ("modnet==0.1.9", "modnet==0.1.11")
+
+
+def test_relax__pdm_unknown_sko__renamed_to_scikit_opt() -> None:
+    s = _step((MSG / "pdm" / "unknown.txt").read_text(), ("sko==0.6.6",), {"sko": ()})
+    assert s is not None and (s.rule, s.after) == ("rename", "scikit-opt==0.6.6")
+
+
+@pytest.mark.parametrize("name", ["pip/torch__1_12_1_cu113.txt", "pdm/local_version.txt"])
+def test_relax__local_version_label__stripped(name: str) -> None:
+    s = _step((MSG / name).read_text(), ("torch==1.12.1+cu113",), {"torch": ("1.12.1", "2.0.0")})
+    assert s is not None and (s.rule, s.after) == ("strip-local-version", "torch==1.12.1")
+
+
+@pytest.mark.parametrize("name", ["pdm/conflict.txt", "pip/requests__2_31_0_urllib3__1_20.txt"])
+def test_relax__conflict__narrowest_pin_widened(name: str) -> None:
+    s = _step((MSG / name).read_text(), ("requests==2.31.0", "urllib3==1.20"))
+    assert s is not None and s.rule == "widen-conflict" and s.before == "urllib3==1.20"
+    assert s.after == "" or relax.satisfies(s.after.removeprefix("urllib3"), "1.26.18")
+
+
+def test_relax__duplicate_pins__one_dropped() -> None:
+    s = _step((MSG / "pdm" / "dup_pins.txt").read_text(), ("scikit-learn==1.0.2", "scikit-learn==1.1.0", "numpy"))
+    assert s is not None and s.rule == "widen-conflict" and len(s.requirements) == 2
+
+
+def test_relax__conda_name__renamed() -> None:
+    p = relax.Problem("not-found", "py-xgboost-gpu", ("py-xgboost-gpu",))
+    s = relax.relax([p], ("py-xgboost-gpu",), relax.Facts({"py-xgboost-gpu": ()}))
+    assert s is not None and s.after == "xgboost"
+
+
+def test_relax__unknown_message__no_step() -> None:
+    assert _step("ERROR: the moon is in the wrong phase", ("a",)) is None
+
+
+def _project(tmp: Path, deps: list[str]) -> Path:
+    d = tmp / "proj"
+    d.mkdir()
+    body = "".join(f'    "{x}",\n' for x in deps)
+    (d / "pyproject.toml").write_text(f'[project]\nname = "p"\nversion = "0"\nrequires-python = "==3.10.*"\n'
+                                      f'dependencies = [\n{body}]\n\n[tool.pdm]\ndistribution = false\n')
+    return d
+
+
+GOOD_LOCK = textwrap.dedent("""\
+    [metadata]
+    groups = ["default"]
+    strategy = ["inherit_metadata"]
+    lock_version = "4.5.0"
+    content_hash = "sha256:{h}"
+
+    [[package]]
+    name = "six"
+    version = "1.17.0"
+    files = [
+        {{file = "six-1.17.0-py2.py3-none-any.whl", hash = "sha256:4721f391ed90541fddacab5acf947aa0d3dc7d27b2e1e8eda2be8970586c3274"}},
+    ]
+    """)
+
+
+def _fake_pdm(fail_times: int, message: str) -> tuple[FakeRunner, list[list[str]]]:
+    seen: list[list[str]] = []
+    state = {"n": 0}
+
+    def pdm(argv, cwd, env):  # type: ignore[no-untyped-def]
+        seen.append(list(argv))
+        if "--append" in argv:
+            return Completed(tuple(argv), 0, "", "")
+        state["n"] += 1
+        if state["n"] <= fail_times:
+            return Completed(tuple(argv), 1, "", message)
+        proj = Path(argv[argv.index("-p") + 1])
+        h = lock.content_hash(lock.read_pyproject(proj / "pyproject.toml"))
+        (proj / "pdm.lock").write_text(GOOD_LOCK.format(h=h.removeprefix("sha256:")))
+        return Completed(tuple(argv), 0, "", "")
+
+    r = FakeRunner()
+    r.on(lock.pdm_command(), pdm)
+    return r, seen
+
+
+def test_lock_request__fails_then_date_bound_works__category_2(tmp_path: Path) -> None:
+    d = _project(tmp_path, ["six"])
+    runner, seen = _fake_pdm(1, "ERROR: Unable to find a resolution for six\n")
+    req = lock.LockRequest("p", d, "3.10", submitted=dt.date(2023, 1, 14))
+    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"))
+    assert out.category == 2 and out.strategy == "date-bounded"
+    assert [a.strategy for a in out.attempts] == ["as-declared", "date-bounded"]
+    assert "--exclude-newer" in seen[-2] and "2023-01-15" in " ".join(seen[-2])  # the day after submission, exclusive
+    assert (d / "pdm.lock").is_file() and "category = 2" in (d / "lock.toml").read_text()
+    assert lock.check_lock_dir(d) == []
+
+
+def test_lock_request__relaxation_runs_out__category_4_previous_lock_kept(tmp_path: Path) -> None:
+    d = _project(tmp_path, ["six"])
+    (d / "pdm.lock").write_text("previous lock\n")
+    runner, _ = _fake_pdm(99, "ERROR: the moon is in the wrong phase\n")
+    out = lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=runner, python_exe=Path("/usr/bin/python3"))
+    assert out.category == 4 and (d / "pdm.lock").read_text() == "previous lock\n"
+    assert "category = 4" in (d / "lock.toml").read_text()
+
+
+def test_lock_request__index_unreachable__network_error_names_index(tmp_path: Path) -> None:
+    d = _project(tmp_path, ["six"])
+    msg = ("ERROR: Failed to connect to https://pypi.org/simple/six/: "
+           "[Errno -3] Temporary failure in name resolution\n")
+    runner, _ = _fake_pdm(99, msg)
+    with pytest.raises(NetworkError) as e:
+        lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=runner, python_exe=Path("/usr/bin/python3"))
+    assert "pypi.org" in str(e.value)
+    assert not (d / "pdm.lock").exists()
+
+
+def test_check_lock_dir__drift_and_missing_hash__reported(tmp_path: Path) -> None:
+    d = _project(tmp_path, ["six"])
+    h = lock.content_hash(lock.read_pyproject(d / "pyproject.toml")).removeprefix("sha256:")
+    (d / "pdm.lock").write_text(GOOD_LOCK.format(h=h))
+    assert lock.check_lock_dir(d) == []
+    (d / "pyproject.toml").write_text((d / "pyproject.toml").read_text().replace('"six"', '"six", "tomli"'))
+    assert any("content hash" in p.message or "hash" in p.message for p in lock.check_lock_dir(d))
+    (d / "pyproject.toml").write_text((d / "pyproject.toml").read_text().replace('"six", "tomli"', '"six"'))
+    (d / "pdm.lock").write_text(GOOD_LOCK.format(h=h).replace('{file = "six', '{url = "https://x/six'))
+    assert lock.check_lock_dir(d)
+
+
+def test_check_lock__committed_locks__match_their_pyprojects() -> None:
+    reg = load_registry(REPO / "models")
+    locked = [s for s in reg if (s.dir / "pdm.lock").is_file()]
+    assert len(locked) >= 8
+    for s in locked:
+        assert lock.check_lock(s) == [], s.name
+
+
+@pytest.mark.integration
+@pytest.mark.network
+def test_lock_request__real_pdm_small_project__hash_checked_lock(tmp_path: Path) -> None:
+    d = _project(tmp_path, ["six"])
+    out = lock.lock_request(lock.LockRequest("p", d, "3.10"), aarch64=False, timeout=300)
+    assert out.category == 1 and out.strategy == "as-declared"
+    text = (d / "pdm.lock").read_text()
+    assert 'name = "six"' in text and "hash = \"sha256:" in text and "url =" not in text
+    assert lock.check_lock_dir(d) == []
+    shutil.rmtree(d)

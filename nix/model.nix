@@ -84,7 +84,9 @@ let
     runtime = root + "/pyrepro/runtime";
     entry = m.entry.command;
   };
+  package = if (m.gpu or "none") != "none"
+    then import ./gpu.nix { inherit pkgs; } { inherit name; program = "${unwrapped}/bin/${name}"; gpu = m.gpu; }
+    else unwrapped;
 in
-if (m.gpu or "none") != "none"
-then import ./gpu.nix { inherit pkgs; } { inherit name; program = "${unwrapped}/bin/${name}"; gpu = m.gpu; }
-else unwrapped
+# the parts, for inspection (`nix eval .#models.cfid.pyrepro.patches`) and tests/test_nixeval.py
+package // { pyrepro = { inherit upstream benchmarksSrc src patches pythonEnv unwrapped; benchmarksSubdir = bsub; }; }

@@ -96,3 +96,63 @@ def test_default_nix_template__rendered__parses_and_names_model(repo_root: Path,
     f.write_text(out)
     assert nixeval.parse_check([f]) == {}
     assert 'name = "elemnet";' in out and 'pythonAttr = "python310";' in out
+
+
+@needs_nix
+def test_model_nix__stub_pkgs__fetches_patches_and_wrappers_follow_model_toml(repo_root: Path) -> None:
+    """nix/model.nix evaluated for every model with builtins-only stubs of nixpkgs and dream2nix."""
+    import json
+
+    from pyrepro import proc
+    from pyrepro.sources import benchmark_files
+
+    done = proc.run(["nix-instantiate", "--eval", "--strict", "--json",
+                     str(repo_root / "tests" / "nixflake" / "stub-model.nix")], env=nixeval._env({}))
+    got = json.loads(done.stdout)
+    reg = load_registry(repo_root / "models")
+    assert sorted(got) == reg.names()
+    for spec in reg:
+        g, parts = got[spec.name], got[spec.name]["parts"]
+        up, bench = parts["upstream"], parts["benchmarksSrc"]
+        assert (up["url"], up["rev"], up["sparseCheckout"], up["hash"]) == (
+            spec.source.repository, spec.source.commit, [spec.source.subdir], spec.source.nar_hash)
+        assert "nonConeMode" not in up and bench["nonConeMode"] is True
+        assert bench["hash"] == spec.source.benchmarks_nar_hash
+        assert bench["sparseCheckout"] == list(benchmark_files(parts["benchmarksSubdir"], spec.benchmarks))
+        expected = sorted(p.name for p in (repo_root / "patches" / spec.name).glob("*.patch"))
+        assert parts["patches"] == expected
+        script = parts["src"]["script"]
+        positions = [script.index(f"-{p}") for p in expected]
+        assert positions == sorted(positions) and script.count("patch -p1 --batch --fuzz=0 <") == len(expected)
+        assert f"/{spec.source.subdir} $out" in script
+        for e in spec.extra_sources:
+            if e.install == "tree":
+                assert f"./{e.name}\n" in script
+        pkgs_extra = [e for e in spec.extra_sources if e.install == "package"]
+        penv = parts["pythonEnv"]
+        if pkgs_extra:
+            built = [p for p in penv["paths"] if p["stub"] == "buildPythonPackage"]
+            assert [(b["pname"], b["src"]["rev"]) for b in built] == [(e.name, e.commit) for e in pkgs_extra]
+            penv = penv["paths"][0]
+        assert penv["modules"][0].endswith(f"models/{spec.name}/default.nix")
+        wrapper = parts["unwrapped"]["text"]
+        cmd = " ".join(f"'{c}'" for c in spec.entry)
+        assert f"exec {cmd} --output-dir" in wrapper and "mktemp -d" in wrapper
+        assert f"/{parts['benchmarksSubdir']}" in wrapper
+        if spec.gpu == "none":
+            assert g["stub"] == f"script-{spec.name}"
+        else:
+            assert f'PYREPRO_GPU_NEED="{spec.gpu}"' in g["text"] and "gpu-wrapper.sh" in g["text"]
+
+
+@needs_nix
+def test_eval_registry__real_models__same_attributes_as_python(repo_root: Path) -> None:
+    nix = nixeval.eval_registry(repo_root)
+    for spec in load_registry(repo_root / "models"):
+        got = nix[spec.name]
+        assert (got["name"], got["upstream_name"], got["python"], got["gpu"]) == (
+            spec.name, spec.upstream_name, spec.python, spec.gpu)
+        assert tuple(got["benchmarks"]) == spec.benchmarks and tuple(got["entry"]["command"]) == spec.entry
+        assert got["source"] == {k: v for k, v in vars(spec.source).items() if v is not None}
+        assert [e["commit"] for e in got.get("extra_sources", [])] == [e.commit for e in spec.extra_sources]
+        assert got.get("submitted") == (spec.submitted.isoformat() if spec.submitted else None)

@@ -1,8 +1,12 @@
 # dream2nix module shared by every models/<name>/default.nix (python-pdm).
-# NOT evaluated here (no dream2nix offline); see docs/nix.md.
+# dream2nix.lib.evalModules passes `dream2nix` as a special argument.  NOT evaluated with the
+# real dream2nix here (no nixpkgs offline); tests/nixflake/stub-model.nix checks the values it
+# sets with a stub `lib`.  See docs/nix.md.
 { config, lib, dream2nix, ... }:
 let
   cfg = config.pyrepro.model;
+  # the model folder as a path (paths.package is a project-relative *string* after its apply)
+  dir = dirOf cfg.modelToml;
 in
 {
   imports = [ dream2nix.modules.dream2nix.python-pdm ];
@@ -13,10 +17,10 @@ in
     modelToml = lib.mkOption { type = lib.types.path; };
   };
   config = {
-    name = cfg.name;
+    name = "pyrepro-model-${cfg.name}";
     version = "0";
-    pdm.lockfile = config.paths.package + "/pdm.lock";
-    pdm.pyproject = config.paths.package + "/pyproject.toml";
+    pdm.lockfile = dir + "/pdm.lock";
+    pdm.pyproject = dir + "/pyproject.toml";
     deps = { nixpkgs, ... }: { python = nixpkgs.${cfg.pythonAttr}; };
   };
 }

@@ -59,7 +59,7 @@ let
       }
     ];
   };
-  pyEnv = env.config.public.pyEnv or env.pyEnv;
+  pyEnv = env.pyEnv;  # evalModules returns config.public
   # `install = "package"` extra sources (git projects, not on PyPI) are built against the
   # locked environment without dependency resolution, as the local backend does (pip --no-deps).
   extraPkgs = map (e: pyEnv.python.pkgs.buildPythonPackage {

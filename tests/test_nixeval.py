@@ -139,6 +139,12 @@ def test_model_nix__stub_pkgs__fetches_patches_and_wrappers_follow_model_toml(re
         cmd = " ".join(f"'{c}'" for c in spec.entry)
         assert f"exec {cmd} --output-dir" in wrapper and "mktemp -d" in wrapper
         assert f"/{parts['benchmarksSubdir']}" in wrapper
+        mod = g["module"]
+        assert mod["imports"] == ["python-pdm"] and mod["name"] == f"pyrepro-model-{spec.name}"
+        assert mod["lockfile"] == str(repo_root / "models" / spec.name / "pdm.lock")
+        assert mod["pyproject"] == str(repo_root / "models" / spec.name / "pyproject.toml")
+        assert mod["python"] == "python" + spec.python.replace(".", "")
+        assert mod["options"] == ["modelToml", "name", "pythonAttr", "upstreamName"]
         if spec.gpu == "none":
             assert g["stub"] == f"script-{spec.name}"
         else:

@@ -14,6 +14,8 @@ let
       ls >= lx && builtins.substring (ls - lx) lx s == suffix;
     concatMapStrings = f: l: builtins.concatStringsSep "" (map f l);
     concatMapStringsSep = sep: f: l: builtins.concatStringsSep sep (map f l);
+    mkOption = x: x;
+    types = { str = "str"; path = "path"; };
     makeBinPath = ps: builtins.concatStringsSep ":" (map (p: "${p}/bin") ps);
   };
   python = {
@@ -32,11 +34,32 @@ let
     zip = out "zip" { }; wget = out "wget" { }; git = out "git" { };
   };
   dream2nix.lib.evalModules = args: {
-    config.public.pyEnv = out "pyEnv" { inherit python; modules = map toString (builtins.filter builtins.isPath args.modules); };
+    pyEnv = out "pyEnv" { inherit python; modules = map toString (builtins.filter builtins.isPath args.modules); };
   };
   registry = import (root + "/nix/registry.nix");
   pkgFor = import (root + "/nix/model.nix") { inherit pkgs dream2nix registry; self = null; };
   strip = x: if builtins.isAttrs x then builtins.mapAttrs (_: strip) (removeAttrs x [ "python" "outPath" ]) else
     if builtins.isList x then map strip x else if builtins.isPath x then baseNameOf x else x;
 in
-builtins.mapAttrs (name: _: let pkg = pkgFor name; in strip { inherit (pkg) stub text; parts = pkg.pyrepro; }) registry
+builtins.mapAttrs (name: _:
+  let
+    pkg = pkgFor name;
+    # models/<name>/default.nix + nix/model-module.nix as plain functions (no module system)
+    generated = import (root + "/models/${name}/default.nix") { };
+    module = import (builtins.head generated.imports) {
+      inherit lib;
+      config.pyrepro.model = generated.pyrepro.model;
+      dream2nix.modules.dream2nix.python-pdm = "python-pdm";
+    };
+    nixpkgsStub = { python310 = "python310"; python311 = "python311"; python312 = "python312"; };
+  in
+  strip { inherit (pkg) stub text; parts = pkg.pyrepro; } // {
+    module = {
+      inherit (module) imports;
+      inherit (module.config) name version;
+      lockfile = toString module.config.pdm.lockfile;
+      pyproject = toString module.config.pdm.pyproject;
+      python = (module.config.deps { nixpkgs = nixpkgsStub; }).python;
+      options = builtins.attrNames module.options.pyrepro.model;
+    };
+  }) registry

@@ -62,9 +62,10 @@ let
   pyEnv = env.pyEnv;  # evalModules returns config.public
   # `install = "package"` extra sources (git projects, not on PyPI) are built against the
   # locked environment without dependency resolution, as the local backend does (pip --no-deps).
-  extraPkgs = map (e: pyEnv.python.pkgs.buildPythonPackage {
+  python = pkgs."python${builtins.replaceStrings [ "." ] [ "" ] m.python}";  # as models/<name>/default.nix
+  extraPkgs = map (e: python.pkgs.buildPythonPackage {
     pname = e.name; version = builtins.substring 0 7 e.commit; pyproject = true;
-    src = extraSrc e; build-system = [ pyEnv.python.pkgs.setuptools ];
+    src = extraSrc e; build-system = [ python.pkgs.setuptools ];
     dontCheckRuntimeDeps = true; doCheck = false;
   }) packageExtras;
   pythonEnv = if extraPkgs == [ ] then pyEnv else pkgs.symlinkJoin {
@@ -73,7 +74,7 @@ let
     nativeBuildInputs = [ pkgs.makeWrapper ];
     postBuild = ''
       for p in $out/bin/python*; do
-        wrapProgram "$p" --prefix PYTHONPATH : ${lib.concatMapStringsSep ":" (p: "${p}/${pyEnv.python.sitePackages}") extraPkgs}
+        wrapProgram "$p" --prefix PYTHONPATH : ${lib.concatMapStringsSep ":" (p: "${p}/${python.sitePackages}") extraPkgs}
       done
     '';
   };

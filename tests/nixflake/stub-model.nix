@@ -24,6 +24,7 @@ let
   };
   pkgs = {
     inherit lib;
+    python310 = python;
     fetchgit = out "fetchgit";
     runCommand = n: env: script: out "runCommand-${n}" { inherit env script; };
     symlinkJoin = out "symlinkJoin";
@@ -34,7 +35,7 @@ let
     zip = out "zip" { }; wget = out "wget" { }; git = out "git" { };
   };
   dream2nix.lib.evalModules = args: {
-    pyEnv = out "pyEnv" { inherit python; modules = map toString (builtins.filter builtins.isPath args.modules); };
+    pyEnv = out "pyEnv" { modules = map toString (builtins.filter builtins.isPath args.modules); };
   };
   registry = import (root + "/nix/registry.nix");
   pkgFor = import (root + "/nix/model.nix") { inherit pkgs dream2nix registry; self = null; };

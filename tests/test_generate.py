@@ -105,3 +105,46 @@ def test_init__upstream_folder__real_pin(upstream: Path, tmp_path: Path) -> None
     spec = parse_model(tmp_path / "megnet2" / "model.toml")
     assert spec.source.tree == load_registry(REPO / "models").get("kgcnn_megnet").source.tree
     assert spec.source.commit.startswith("57afc55f")
+
+
+def test_init__matbench_style_folder__marked_draft_pin_and_declared_pins(tmp_path: Path) -> None:
+    folder = Path(__file__).parent / "scenarios" / "scan" / "matbench_info" / "input"
+    res = init_model(folder, name="mb", models_dir=tmp_path)
+    spec = parse_model(tmp_path / "mb" / "model.toml")
+    assert spec.source.repository == "" and spec.source.commit == "0" * 40  # marked draft, not invented
+    from pyrepro.sources import git_tree_id
+    assert spec.source.tree == git_tree_id(folder)
+    assert "scikit-learn" in spec.dependencies.scanned
+    assert any("not in a pinned mirror" in w for w in res.warnings)
+    assert (tmp_path / "mb" / "model.toml").read_text().startswith("# Draft written by 'pyrepro init'")
+    generate.generate([spec], check=True)  # the generated files are consistent with the draft
+
+
+def test_init__existing_model__refused_then_force_overwrites(tmp_path: Path) -> None:
+    folder = REPO / "examples" / "contribution"
+    init_model(folder, name="example", models_dir=tmp_path)
+    marker = tmp_path / "example" / "hand-edit.txt"
+    marker.write_text("x")
+    assert main(["init", str(folder), "--name", "example", "--models-dir", str(tmp_path)]) == 2
+    assert marker.exists()
+    init_model(folder, name="example", models_dir=tmp_path, force=True)
+    assert not marker.exists() and (tmp_path / "example" / "model.toml").is_file()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp leftovers
+
+
+def test_generate_cli__check_with_drift__exit_5_lists_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "proj"
+    (root / "models").mkdir(parents=True)
+    shutil.copytree(DEMO / "demo", root / "models" / "demo")
+    monkeypatch.setenv("PYREPRO_ROOT", str(root))
+    assert main(["generate"]) == 0
+    assert main(["generate", "--check"]) == 0
+    nix = root / "models" / "demo" / "default.nix"
+    nix.write_text(nix.read_text().replace("python310", "python311"))
+    (root / "models" / "demo" / "pyproject.toml").unlink()
+    capsys.readouterr()
+    assert main(["generate", "--check"]) == 5
+    err = capsys.readouterr().err
+    assert "default.nix" in err and "pyproject.toml" in err
+    assert not (root / "models" / "demo" / "pyproject.toml").exists()

@@ -22,7 +22,7 @@ from typing import Any
 import tomlkit
 
 from pyrepro import generate, sources
-from pyrepro.errors import InputError, UsageError
+from pyrepro.errors import InputError, NotFoundError, UsageError
 from pyrepro.lock import DECLARED_REASON
 from pyrepro.registry import NAME_RE, PY_RE, parse_model
 from pyrepro.scan import ScanResult, scan_path
@@ -80,7 +80,17 @@ def _pin(folder: Path, mirror: Path | None) -> tuple[dict[str, str], list[str]]:
                 expected = man.get("trees", {}).get(subdir)
                 if expected and expected != tree:
                     warnings.append(f"tree id {tree} differs from the mirror manifest's {expected} for {subdir}")
-                return {"repository": man["repository"], "commit": man["commit"], "subdir": subdir, "tree": tree}, warnings
+                pin = {"repository": man["repository"], "commit": man["commit"], "subdir": subdir, "tree": tree}
+                if expected == tree:  # the Nix fetch hashes, from the same verified mirror
+                    try:
+                        h = sources.sparse_hashes(mirror / repo, subdir, sources.DEFAULT_BENCHMARKS_SUBDIR,
+                                                  ["dft_3d_exfoliation_energy"])
+                        pin.update(nar_hash=h.source.sri, benchmarks_nar_hash=h.benchmarks.sri)
+                    except NotFoundError as exc:
+                        warnings.append(f"nar_hash not computed: {exc}")
+                else:
+                    warnings.append("nar_hash not computed: the folder differs from the mirror's pinned tree")
+                return pin, warnings
         except (ValueError, IndexError, OSError, KeyError):
             pass
     warnings.append("the folder is not in a pinned mirror: [source] repository and commit are drafts; fill them in "
@@ -108,8 +118,9 @@ def draft_model_toml(folder: Path, name: str, python: str, scan: ScanResult, pin
     if notes:
         doc["notes"] = "; ".join(notes)
     src = tomlkit.table()
-    for k in ("repository", "commit", "subdir", "tree"):
-        src[k] = pin[k]
+    for k in ("repository", "commit", "subdir", "tree", "nar_hash", "benchmarks_nar_hash"):
+        if k in pin:
+            src[k] = pin[k]
     doc["source"] = src
     entry = tomlkit.table()
     ep = scan.entry_points[0] if scan.entry_points else None

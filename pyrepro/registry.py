@@ -168,7 +168,7 @@ class _Reader:
     def fail(self, key: str, msg: str, fix: str) -> InputError:
         return InputError(f"{msg}. Fix: {fix}", path=self.path, key=self._key(key))
 
-    def str(self, key: str, default: str | None = None, pattern: re.Pattern[str] | None = None,
+    def text(self, key: str, default: str | None = None, pattern: re.Pattern[str] | None = None,
             fix: str = "") -> str:
         v = self.data.get(key, default)
         if v is None:
@@ -182,7 +182,7 @@ class _Reader:
     def opt_str(self, key: str) -> str | None:
         if key not in self.data:
             return None
-        return self.str(key)
+        return self.text(key)
 
     def strs(self, key: str, default: tuple[str, ...] | None = None, nonempty: bool = False) -> tuple[str, ...]:
         v = self.data.get(key)
@@ -249,11 +249,11 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
     schema = data.get("schema")
     if schema != SCHEMA:
         raise r.fail("schema", f"unsupported schema {schema!r}", f"set schema = {SCHEMA}")
-    name = r.str("name", pattern=NAME_RE, fix="use a lower-case attribute name like 'elemnet'")
+    name = r.text("name", pattern=NAME_RE, fix="use a lower-case attribute name like 'elemnet'")
     if path.parent.name != name and path.name == "model.toml":
         raise r.fail("name", f"name {name!r} differs from its folder {path.parent.name!r}",
                      f"rename the folder or set name = \"{path.parent.name}\"")
-    gpu = r.str("gpu", default="none")
+    gpu = r.text("gpu", default="none")
     if gpu not in GPU_NEEDS:
         raise r.fail("gpu", f"invalid value {gpu!r}", "use one of none, optional, required")
     submitted_raw = data.get("submitted")
@@ -270,32 +270,32 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
     s = r.table("source")
     s.unknown({"repository", "commit", "subdir", "tree", "nar_hash", "benchmarks_subdir", "benchmarks_nar_hash"})
     source = SourcePin(
-        repository=s.str("repository"),
-        commit=s.str("commit", pattern=HEX40, fix="use the full 40-hex commit id"),
-        subdir=s.str("subdir", default=""),
-        tree=s.str("tree", pattern=HEX40, fix="use the 40-hex git tree id of subdir at commit"),
+        repository=s.text("repository"),
+        commit=s.text("commit", pattern=HEX40, fix="use the full 40-hex commit id"),
+        subdir=s.text("subdir", default=""),
+        tree=s.text("tree", pattern=HEX40, fix="use the 40-hex git tree id of subdir at commit"),
         nar_hash=_nar(s, "nar_hash"),
-        benchmarks_subdir=s.str("benchmarks_subdir", default=""),
+        benchmarks_subdir=s.text("benchmarks_subdir", default=""),
         benchmarks_nar_hash=_nar(s, "benchmarks_nar_hash"),
     )
     extras = []
     for e in r.tables("extra_sources"):
         e.unknown({"name", "repository", "commit", "hash", "install", "subdir"})
-        install = e.str("install", default="package")
+        install = e.text("install", default="package")
         if install not in ("package", "tree"):
             raise e.fail("install", f"invalid value {install!r}", "use 'package' or 'tree'")
         extras.append(ExtraSource(
-            name=e.str("name"), repository=e.str("repository"),
-            commit=e.str("commit", pattern=HEX40, fix="use the full 40-hex commit id"),
+            name=e.text("name"), repository=e.text("repository"),
+            commit=e.text("commit", pattern=HEX40, fix="use the full 40-hex commit id"),
             hash=_nar(e, "hash"), install=cast(Literal["package", "tree"], install),
-            subdir=e.str("subdir", default=""),
+            subdir=e.text("subdir", default=""),
         ))
     en = r.table("entry")
     en.unknown({"command"})
     entry = en.strs("command", nonempty=True)
     t = r.table("test", required=False)
     t.unknown({"args", "description"})
-    test = TestMode(args=t.strs("args", default=("--test",)), description=t.str("description", default=""))
+    test = TestMode(args=t.strs("args", default=("--test",)), description=t.text("description", default=""))
     rt = r.table("runtime", required=False)
     rt.unknown({"tools"})
     d = r.table("dependencies", required=False)
@@ -303,8 +303,8 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
     pins = []
     for p in d.tables("pins"):
         p.unknown({"name", "spec", "reason"})
-        pins.append(Pin(p.str("name"), p.str("spec"),
-                        p.str("reason", fix="every reviewed pin needs a reason = \"...\"")))
+        pins.append(Pin(p.text("name"), p.text("spec"),
+                        p.text("reason", fix="every reviewed pin needs a reason = \"...\"")))
     preds = []
     for p in r.tables("predictions"):
         p.unknown({"benchmark", "file", "reported_mae", "comparable", "note"})
@@ -314,14 +314,14 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
         comparable = p.data.get("comparable", True)
         if not isinstance(comparable, bool):
             raise p.fail("comparable", "expected true or false", "write comparable = false")
-        preds.append(SubmittedPrediction(p.str("benchmark"), p.str("file"),
+        preds.append(SubmittedPrediction(p.text("benchmark"), p.text("file"),
                                          float(mae) if mae is not None else None,
-                                         comparable, p.str("note", default="")))
+                                         comparable, p.text("note", default="")))
     return ModelSpec(
         name=name,
-        upstream_name=r.str("upstream_name", default=name),
-        title=r.str("title", default=name),
-        python=r.str("python", pattern=PY_RE, fix='write python = "3.11"'),
+        upstream_name=r.text("upstream_name", default=name),
+        title=r.text("title", default=name),
+        python=r.text("python", pattern=PY_RE, fix='write python = "3.11"'),
         gpu=cast(GpuNeed, gpu),
         benchmarks=r.strs("benchmarks", nonempty=True),
         source=source,
@@ -335,7 +335,7 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
         dependencies=Dependencies(scanned=d.strs("scanned", default=()), extra=d.strs("extra", default=()), remove=d.strs("remove", default=()),
                                   pins=tuple(pins)),
         predictions=tuple(preds),
-        notes=r.str("notes", default=""),
+        notes=r.text("notes", default=""),
     )
 
 

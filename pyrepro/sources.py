@@ -497,9 +497,9 @@ def write_pin_hashes(spec: SpecLike, hashes: SparseHashes) -> bool:
     doc = tomlkit.parse(text)
     src = doc["source"]
     bsub = getattr(spec.source, "benchmarks_subdir", "") or DEFAULT_BENCHMARKS_SUBDIR
-    src["nar_hash"] = hashes.source.sri  # type: ignore[index]
-    src["benchmarks_subdir"] = bsub  # type: ignore[index]
-    src["benchmarks_nar_hash"] = hashes.benchmarks.sri  # type: ignore[index]
+    src["nar_hash"] = hashes.source.sri
+    src["benchmarks_subdir"] = bsub
+    src["benchmarks_nar_hash"] = hashes.benchmarks.sri
     new = tomlkit.dumps(doc)
     if new == text:
         return False

@@ -12,7 +12,7 @@ import pytest
 
 from pyrepro import proc, sources
 from pyrepro.cli import main
-from pyrepro.errors import IntegrityError, InputError, NetworkError, NotFoundError
+from pyrepro.errors import InputError, IntegrityError, NetworkError, NotFoundError
 from pyrepro.registry import SourcePin, load_registry
 from tests.conftest import have, nix_env
 
@@ -167,7 +167,7 @@ def test_cone_layout__missing_or_escaping_folder__named_error(tmp_path: Path) ->
         sources.cone_layout(repo, ["pkg/contributions/nope"], tmp_path / "a")
     with pytest.raises(InputError, match="plain relative path"):
         sources.cone_layout(repo, ["pkg/../.."], tmp_path / "b")
-    with pytest.raises(NotFoundError, match="b9.json.zip"):
+    with pytest.raises(NotFoundError, match=r"b9\.json\.zip"):
         sources.files_layout(repo, ["pkg/benchmarks/AI/SPP/b9.json.zip"], tmp_path / "c")
 
 
@@ -302,7 +302,7 @@ def test_obtain_source__unreachable_host__network_error(tmp_path: Path) -> None:
 
 
 def test_tarball_url__non_github__input_error() -> None:
-    with pytest.raises(InputError, match="only github.com"):
+    with pytest.raises(InputError, match=r"only github\.com"):
         sources.tarball_url("https://gitlab.com/a/b", "c" * 40)
 
 

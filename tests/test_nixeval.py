@@ -162,3 +162,32 @@ def test_eval_registry__real_models__same_attributes_as_python(repo_root: Path) 
         assert got["source"] == {k: v for k, v in vars(spec.source).items() if v is not None}
         assert [e["commit"] for e in got.get("extra_sources", [])] == [e.commit for e in spec.extra_sources]
         assert got.get("submitted") == (spec.submitted.isoformat() if spec.submitted else None)
+
+
+@needs_nix
+def test_flake_outputs__stub_inputs__every_output_for_both_systems(repo_root: Path) -> None:
+    """flake.nix's outputs function with stub nixpkgs/dream2nix (tests/nixflake/stubs.nix)."""
+    import json
+
+    from pyrepro import proc
+
+    done = proc.run(["nix-instantiate", "--eval", "--strict", "--json",
+                     str(repo_root / "tests" / "nixflake" / "stub-flake.nix")], env=nixeval._env({}))
+    got = json.loads(done.stdout)
+    names = load_registry(repo_root / "models").names()
+    assert got["inputs"] == {"dream2nix": {"url": "github:nix-community/dream2nix"},
+                             "nixpkgs": {"follows": "dream2nix/nixpkgs"}}
+    assert got["systems"] == [["aarch64-linux", "x86_64-linux"]] * 5
+    assert got["models"] == names
+    assert got["packages"] == sorted([*names, "pyrepro"])
+    assert sorted(got["apps"]) == sorted([*names, "exfoliation", "pyrepro"])
+    assert all(a["type"] == "app" for a in got["apps"].values())
+    for n in names:
+        assert got["apps"][n]["program"].endswith(f"/bin/{n}")
+        assert f"/bin/{n}\n" in got["checks"][f"{n}-import"]
+        test = got["checks"][f"{n}-test"]
+        assert "pyrepro data fixture --out $TMPDIR/fixture" in test
+        assert f"/bin/{n} --test\n" in test and "PYREPRO_DATA_KIND=fixture" in test and "*.csv.zip" in test
+    assert sorted(got["checks"]) == sorted(f"{n}-{k}" for n in names for k in ("import", "test"))
+    assert got["pyrepro"]["pname"] == "pyrepro" and got["pyrepro"]["pythonRemoveDeps"] == ["pdm", "hishel"]
+    assert got["devShell"] == ["python311", "pdm", "buildPythonApplication", "git"]

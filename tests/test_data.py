@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -14,17 +11,6 @@ import pytest
 from pyrepro import data
 from pyrepro.cli import main
 from pyrepro.errors import NetworkError
-
-RUNTIME = Path(__file__).resolve().parent.parent / "pyrepro" / "runtime"
-
-
-def _runtime():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("pyrepro_runtime_t", RUNTIME / "pyrepro_runtime.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 def test_write_fixture__twice__same_bytes_and_digest(tmp_path: Path) -> None:
     a = data.write_fixture(tmp_path / "a")
@@ -76,57 +62,3 @@ def test_fetch_real__offline__network_error_names_host(tmp_path: Path) -> None:
     with pytest.raises(NetworkError) as e:
         data.fetch_real("ssub", tmp_path, downloader=down)
     assert "figshare.com" in str(e.value) and not list(tmp_path.iterdir())
-
-
-def test_runtime__uniform_args__env_defaults_and_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rt = _runtime()
-    monkeypatch.setenv("PYREPRO_BENCHMARKS_DIR", str(tmp_path / "b"))
-    monkeypatch.setenv("PYREPRO_DATA_DIR", str(tmp_path / "d"))
-    ns = rt.parse_uniform_args("dft_3d_exfoliation_energy", ["--test", "--output-dir", str(tmp_path / "o")])
-    assert ns.test and ns.benchmark == "dft_3d_exfoliation_energy"
-    assert ns.benchmarks_dir == str(tmp_path / "b") and (tmp_path / "o").is_dir() and (tmp_path / "d").is_dir()
-
-
-@pytest.mark.parametrize(("bench", "split"), [
-    ("dft_3d_exfoliation_energy", ("dft_3d", "exfoliation_energy")),
-    ("ssub_formula_energy", ("ssub", "formula_energy")),
-    ("supercon_chem_Tc", ("supercon_chem", "Tc")),
-    ("mag2d_chem_magnetic_moment", ("mag2d_chem", "magnetic_moment")),
-    ("dft_3d_n-Seebeck", ("dft_3d", "n-Seebeck")),
-])
-def test_runtime__split_and_names(bench: str, split: tuple[str, str]) -> None:
-    rt = _runtime()
-    assert rt.split_benchmark(bench) == split
-    assert rt.predictions_name(bench) == f"AI-SinglePropertyPrediction-{split[1]}-{split[0]}-test-mae"
-
-
-def test_runtime__write_predictions__leaderboard_zip(tmp_path: Path) -> None:
-    rt = _runtime()
-    p = rt.write_predictions(str(tmp_path), "dft_3d_exfoliation_energy", [("JVASP-1", 1.5), ("JVASP-2", 2.0)])
-    name = "AI-SinglePropertyPrediction-exfoliation_energy-dft_3d-test-mae"
-    assert Path(p).name == name + ".csv.zip"
-    assert zipfile.ZipFile(p).read(name + ".csv").decode() == "id,prediction\nJVASP-1,1.5\nJVASP-2,2.0\n"
-
-
-def test_runtime__load_benchmark__missing_names_dir(tmp_path: Path) -> None:
-    rt = _runtime()
-    with pytest.raises(FileNotFoundError, match=str(tmp_path)):
-        rt.load_benchmark(str(tmp_path), "dft_3d_exfoliation_energy")
-
-
-def test_sitecustomize__fake_jarvis__store_dir_defaults_to_data_dir(tmp_path: Path) -> None:
-    pkg = tmp_path / "site" / "jarvis" / "db"
-    pkg.mkdir(parents=True)
-    (tmp_path / "site" / "jarvis" / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")
-    (pkg / "figshare.py").write_text(
-        "def get_request_data(js_tag='x', url='u', store_dir=None):\n    return store_dir\n"
-        "def data(dataset='dft_2d', store_dir=None):\n    return get_request_data(js_tag=dataset, store_dir=store_dir)\n")
-    code = ("from jarvis.db.figshare import data, get_request_data\n"
-            "print(data('dft_3d')); print(data('dft_3d', '/explicit')); print(get_request_data('a', 'b'))")
-    env = {"PYTHONPATH": f"{RUNTIME}:{tmp_path / 'site'}", "PYREPRO_DATA_DIR": str(tmp_path / "dd"), "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
-    assert out == [str(tmp_path / "dd"), "/explicit", str(tmp_path / "dd")]
-    # without jarvis installed, start-up is unaffected
-    env2 = {"PYTHONPATH": str(RUNTIME), "PYREPRO_DATA_DIR": str(tmp_path / "dd"), "PATH": "/usr/bin:/bin"}
-    assert subprocess.run([sys.executable, "-c", "print(1)"], env=env2, capture_output=True, text=True).stdout == "1\n"

@@ -95,18 +95,123 @@ def load_benchmark(benchmarks_dir, benchmark):
     return data
 
 
-def jarvis_data(name, data_dir):
-    """jarvis.db.figshare.data(name, store_dir=data_dir)."""
-    from jarvis.db.figshare import data
+def _accepts_store_dir(fn):
+    import inspect
 
-    return data(name, store_dir=data_dir)
+    try:
+        return "store_dir" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def read_jarvis_zip(js_tag, url, store_dir):
+    """What jarvis-tools' get_request_data(js_tag, url, store_dir) does, for versions without store_dir.
+
+    Reads member ``js_tag`` of ``<store_dir>/<js_tag>.zip``; when the zip is missing it is
+    downloaded from ``url`` first (atomically: a partial download never becomes the zip).
+    """
+    path = os.path.join(store_dir, js_tag + ".zip")
+    if not os.path.isfile(path):
+        import urllib.request
+
+        os.makedirs(store_dir, exist_ok=True)
+        tmp = path + ".part"
+        try:
+            with urllib.request.urlopen(url, timeout=60) as r, open(tmp, "wb") as f:
+                while True:
+                    block = r.read(1 << 20)
+                    if not block:
+                        break
+                    f.write(block)
+        except Exception as exc:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise OSError("pyrepro: %s.zip is not in %s and downloading it from %s failed (%s); "
+                          "put the file there (pyrepro data fetch) or use fixture data"
+                          % (js_tag, store_dir, url, exc))
+        os.replace(tmp, path)
+    print("Loading the zipfile...")
+    with zipfile.ZipFile(path) as z:
+        data = json.loads(z.read(js_tag))
+    print("Loading completed.")
+    return data
+
+
+def install_store_dir(module, default_store=None):
+    """Make ``module`` (jarvis.db.figshare) honour store_dir on every jarvis-tools version.
+
+    * versions with ``store_dir`` (2023.x and later): calls without it get ``default_store``;
+    * versions without it (2022.9.16 and older): ``get_request_data``/``data`` are replaced by
+      equivalents that accept ``store_dir`` and read/download ``<store_dir>/<js_tag>.zip``
+      (default ``default_store``; with neither, the original package-folder behaviour).
+    Idempotent. Returns the module.
+    """
+    if getattr(module, "_pyrepro_store_dir", None) is not None:
+        if default_store:
+            module._pyrepro_store_dir = default_store
+        return module
+    import functools
+
+    module._pyrepro_store_dir = default_store or ""
+    orig_get = getattr(module, "get_request_data", None)
+    orig_data = getattr(module, "data", None)
+    if orig_get is None or orig_data is None:
+        return module
+
+    if _accepts_store_dir(orig_get):
+        def with_default(fn, position):
+            @functools.wraps(fn)
+            def inner(*args, **kwargs):
+                store = module._pyrepro_store_dir
+                if store and kwargs.get("store_dir") is None and len(args) <= position:
+                    os.makedirs(store, exist_ok=True)
+                    kwargs["store_dir"] = store
+                return fn(*args, **kwargs)
+            return inner
+
+        # store_dir is the 3rd parameter of get_request_data() and the 2nd of data().
+        module.get_request_data = with_default(orig_get, 2)
+        if _accepts_store_dir(orig_data):
+            module.data = with_default(orig_data, 1)
+        return module
+
+    @functools.wraps(orig_get)
+    def get_request_data(js_tag="jdft_2d-4-26-2020.json",
+                         url="https://ndownloader.figshare.com/files/22471019", store_dir=None):
+        store = store_dir or module._pyrepro_store_dir
+        if not store:
+            return orig_get(js_tag=js_tag, url=url)
+        return read_jarvis_zip(js_tag, url, store)
+
+    @functools.wraps(orig_data)
+    def data(dataset="dft_2d", store_dir=None):
+        db_info = module.get_db_info()
+        if dataset not in db_info:
+            raise ValueError("Check DB name options.")
+        url, js_tag, message, reference = db_info[dataset][:4]
+        print(message)
+        print("Reference:" + reference)
+        return module.get_request_data(js_tag=js_tag, url=url, store_dir=store_dir)
+
+    module.get_request_data = get_request_data
+    module.data = data
+    return module
+
+
+def _figshare():
+    import jarvis.db.figshare as module
+
+    return install_store_dir(module)
+
+
+def jarvis_data(name, data_dir):
+    """jarvis.db.figshare.data(name, store_dir=data_dir), also on jarvis-tools without store_dir."""
+    return _figshare().data(name, store_dir=data_dir)
 
 
 def jarvis_request_data(js_tag, url, data_dir):
-    """jarvis.db.figshare.get_request_data(js_tag, url, store_dir=data_dir)."""
-    from jarvis.db.figshare import get_request_data
-
-    return get_request_data(js_tag=js_tag, url=url, store_dir=data_dir)
+    """jarvis.db.figshare.get_request_data(js_tag, url, store_dir=data_dir), on any jarvis-tools."""
+    return _figshare().get_request_data(js_tag=js_tag, url=url, store_dir=data_dir)
 
 
 def predictions_name(benchmark):
@@ -152,6 +257,7 @@ def populate_folder(benchmark, benchmarks_dir, data_dir, output_path, id_tag="ji
 
     dataset, prop = split_benchmark(benchmark)
     split = load_benchmark(benchmarks_dir, benchmark)
+    split = {part: {str(k): v for k, v in split.get(part, {}).items()} for part in ("train", "val", "test")}
     wanted = set(split["train"]) | set(split["val"]) | set(split["test"])
     info = {}
     for entry in jarvis_data(dataset, data_dir):
@@ -174,8 +280,9 @@ def populate_folder(benchmark, benchmarks_dir, data_dir, output_path, id_tag="ji
                 else:
                     raise ValueError(file_format)
     counts = {part: len(split[part]) for part in ("train", "val", "test")}
-    b_info = {"benchmark_file": predictions_name(benchmark), "dataset": dataset, "prop": prop,
-              "output_path": output_path, "id_tag": id_tag, "n_train": counts["train"],
+    # Same keys as the leaderboard script writes (jarvis dumpjson = json.dumps, no indent).
+    b_info = {"benchmark_file": predictions_name(benchmark), "dataset": dataset, "output_path": output_path,
+              "prop": prop, "methods": "AI", "id_tag": id_tag, "n_train": counts["train"],
               "n_val": counts["val"], "n_test": counts["test"]}
     with open(os.path.join(output_path, "dataset_info.json"), "w") as f:
         json.dump(b_info, f)

@@ -1,37 +1,32 @@
 """pyrepro runtime: make jarvis-tools keep its downloads in $PYREPRO_DATA_DIR.
 
 jarvis-tools' figshare ``data()``/``get_request_data()`` save into their package folder (old
-versions) or a user cache (new ones) unless ``store_dir=`` is passed. Library code that calls
-them (alignn, matformer) cannot be patched per call, so when PYREPRO_DATA_DIR is set this
-wraps both functions, on first import of ``jarvis.db.figshare``, to default ``store_dir`` to
-it. It never breaks interpreter start-up: any failure leaves jarvis-tools untouched.
+versions) or a user cache (new ones) unless ``store_dir=`` is passed, and 2022.9.16 (the
+version matformer pins) has no ``store_dir`` at all. Library code that calls them (alignn,
+matformer) cannot be patched per call, so when PYREPRO_DATA_DIR is set this installs a
+meta-path hook that, right after ``jarvis.db.figshare`` is first imported, makes both functions
+default ``store_dir`` to it (``pyrepro_runtime.install_store_dir``, same folder).
+
+This file shadows any other ``sitecustomize`` (nixpkgs' Python uses one for NIX_PYTHONPATH),
+so it runs the next one on sys.path afterwards. It never breaks interpreter start-up: any
+failure leaves jarvis-tools untouched.
 """
 
 import os
 import sys
 
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
 
 def _wrap(module):
     store = os.environ.get("PYREPRO_DATA_DIR")
-    if not store or getattr(module, "_pyrepro_wrapped", False):
+    if not store:
         return
-    import functools
+    if _HERE not in sys.path:
+        sys.path.append(_HERE)
+    import pyrepro_runtime
 
-    def default_store(fn, position):
-        @functools.wraps(fn)
-        def inner(*args, **kwargs):
-            if kwargs.get("store_dir") is None and len(args) <= position:
-                os.makedirs(store, exist_ok=True)
-                kwargs["store_dir"] = store
-            return fn(*args, **kwargs)
-        return inner
-
-    # store_dir is the 2nd parameter of data() and the 3rd of get_request_data().
-    for name, position in (("data", 1), ("get_request_data", 2)):
-        fn = getattr(module, name, None)
-        if fn is not None:
-            setattr(module, name, default_store(fn, position))
-    module._pyrepro_wrapped = True
+    pyrepro_runtime.install_store_dir(module, store)
 
 
 class _Finder:
@@ -40,14 +35,13 @@ class _Finder:
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "jarvis.db.figshare":
             return None
-        sys.meta_path.remove(self)
         try:
-            import importlib.util
+            import importlib.machinery
 
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            sys.meta_path.insert(0, self)
-        if spec is None or spec.loader is None:
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        except Exception:
+            return None
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return None
         loader = spec.loader
         orig_exec = loader.exec_module
@@ -56,11 +50,28 @@ class _Finder:
             orig_exec(module)
             try:
                 _wrap(module)
-            except Exception:  # never break the model because of this convenience
-                pass
+            except Exception as exc:  # never break the model because of this convenience
+                sys.stderr.write("pyrepro sitecustomize: store_dir default not installed: %r\n" % (exc,))
 
         loader.exec_module = exec_module
         return spec
+
+
+def _chain():
+    """Run the sitecustomize this one shadows (e.g. nixpkgs' NIX_PYTHONPATH handling)."""
+    import importlib.machinery
+    import importlib.util
+
+    here = os.path.realpath(_HERE)
+    rest = [p for p in sys.path if os.path.realpath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None or not spec.origin:
+        return
+    if os.path.realpath(os.path.dirname(spec.origin)) == here:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["_pyrepro_chained_sitecustomize"] = module
+    spec.loader.exec_module(module)
 
 
 if os.environ.get("PYREPRO_DATA_DIR"):
@@ -68,3 +79,8 @@ if os.environ.get("PYREPRO_DATA_DIR"):
         sys.meta_path.insert(0, _Finder())
     except Exception:
         pass
+
+try:
+    _chain()
+except Exception as _exc:
+    sys.stderr.write("pyrepro sitecustomize: chained sitecustomize failed: %r\n" % (_exc,))

@@ -545,3 +545,78 @@ def check_pins(spec: SpecLike, mirror: Path) -> PinCheck:
         elif recorded != computed:
             problems.append(f"[source] {key}: expected {recorded}, got {computed}")
     return PinCheck(getattr(spec, "name", spec.path.parent.name), spec.source.tree, hashes, tuple(problems))
+
+
+def obtain_benchmarks(spec: SpecLike, *, mirror: Path | None = None, cache: Path,
+                      downloader: Downloader | None = None, online: bool = True) -> ObtainedSource:
+    """The model's ``<benchmark>.json.zip`` files as a verified, read-only folder.
+
+    The folder (``.path``) holds exactly the files of ``spec.benchmarks``, verified against
+    ``[source] benchmarks_nar_hash`` (the NAR hash of the non-cone sparse checkout that Nix
+    fetches). This works with a partial mirror, where the whole benchmarks folder cannot
+    match its git tree id. Order: cache, mirror, download of the upstream tarball.
+    """
+    pin = spec.source
+    expected = getattr(pin, "benchmarks_nar_hash", None)
+    if not expected:
+        raise IntegrityError(f"{spec.path}: [source] benchmarks_nar_hash is not recorded, so the benchmark "
+                             "files cannot be verified", hint="run `pyrepro source verify --write` after review")
+    bsub = getattr(pin, "benchmarks_subdir", "") or DEFAULT_BENCHMARKS_SUBDIR
+    files = benchmark_files(bsub, spec.benchmarks)
+    key = parse_sri(expected).hex()
+    dest = cache / "benchmarks" / key
+
+    def check(layout: Path, what: str) -> None:
+        actual = nar_hash(layout).sri
+        if actual != expected:
+            raise IntegrityError(f"{what}: the benchmark files {', '.join(Path(f).name for f in files)} do not "
+                                 "match [source] benchmarks_nar_hash", expected=expected, actual=actual,
+                                 hint="the copy is damaged or from another commit")
+
+    if dest.is_dir():
+        try:
+            check(dest, "cached copy")
+            return ObtainedSource(dest / bsub, expected, "cache")
+        except IntegrityError:
+            _rmtree(dest)
+
+    def install(repo_root: Path, origin: Literal["mirror", "download"]) -> ObtainedSource:
+        (cache / "benchmarks").mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key[:12]}.", dir=cache / "benchmarks"))
+        try:
+            layout = files_layout(repo_root, files, tmp / "t")
+            check(layout, f"{origin} copy")
+            make_read_only(layout)
+            try:
+                os.rename(layout, dest)
+            except OSError:
+                if not dest.is_dir():
+                    raise
+        finally:
+            _rmtree(tmp)
+        return ObtainedSource(dest / bsub, expected, origin)
+
+    if mirror is not None:
+        return install(mirror_repo(mirror, pin.repository), "mirror")
+    if not online:
+        raise NotFoundError(f"benchmark files of {spec.path.parent.name} are not cached and no mirror was given",
+                            hint="pass --mirror DIR, or allow downloads")
+    url = tarball_url(pin.repository, pin.commit)
+    (cache / "downloads").mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="dl.", dir=cache / "downloads"))
+    try:
+        archive = work / "src.tar.gz"
+        (downloader or _urllib_download)(url, archive)
+        out = work / "x"
+        out.mkdir()
+        try:
+            with tarfile.open(archive) as tf:
+                tf.extractall(out, filter="data")
+        except (tarfile.TarError, OSError) as exc:
+            raise IntegrityError(f"downloaded archive {url} is not a readable tarball: {exc}") from exc
+        tops = [p for p in out.iterdir() if p.is_dir()]
+        if len(tops) != 1:
+            raise IntegrityError(f"downloaded archive {url} does not have one top folder")
+        return install(tops[0], "download")
+    finally:
+        _rmtree(work)

@@ -326,3 +326,73 @@ def test_source_fetch_cli__mirror__verified_copy(upstream: Path, isolated_cache:
     tree = load_registry(REPO / "models").get("kgcnn_megnet").source.tree
     assert f"tree {tree} verified" in capsys.readouterr().out
     assert (isolated_cache / "sources" / tree / "run.py").is_file()
+
+
+# --------------------------------------------------------------------------- obtain_benchmarks
+
+def _bench_spec(tmp_path: Path, benchmarks: tuple[str, ...] = ("b1", "b3")) -> tuple[Path, object]:
+    from dataclasses import dataclass
+
+    m = tmp_path / "mirror"
+    repo = _tree(m / "repo")
+    h = sources.sparse_hashes(repo, "pkg/contributions/modelA", "pkg/benchmarks/AI/SPP", benchmarks)
+    pin = SourcePin("https://github.com/o/repo", "c" * 40, "pkg/contributions/modelA",
+                    sources.git_tree_id(repo / "pkg/contributions/modelA"), h.source.sri,
+                    "pkg/benchmarks/AI/SPP", h.benchmarks.sri)
+
+    @dataclass(frozen=True)
+    class Spec:
+        source: SourcePin
+        benchmarks: tuple[str, ...]
+        path: Path
+
+    return m, Spec(pin, benchmarks, tmp_path / "models" / "x" / "model.toml")
+
+
+def test_obtain_benchmarks__partial_mirror__exactly_the_model_files_verified(tmp_path: Path) -> None:
+    m, spec = _bench_spec(tmp_path)
+    (m / "repo" / "pkg/benchmarks/AI/SPP/b2.json.zip").unlink()  # another model's file missing: fine
+    got = sources.obtain_benchmarks(spec, mirror=m, cache=tmp_path / "cache")  # type: ignore[arg-type]
+    assert got.origin == "mirror" and got.path.name == "SPP"
+    assert sorted(p.name for p in got.path.iterdir()) == ["b1.json.zip", "b3.json.zip"]
+    again = sources.obtain_benchmarks(spec, cache=tmp_path / "cache", online=False)  # type: ignore[arg-type]
+    assert again.origin == "cache" and again.path == got.path
+
+
+def test_obtain_benchmarks__changed_file__integrity_error(tmp_path: Path) -> None:
+    m, spec = _bench_spec(tmp_path)
+    (m / "repo" / "pkg/benchmarks/AI/SPP/b3.json.zip").write_text("other")
+    with pytest.raises(IntegrityError, match="benchmarks_nar_hash") as e:
+        sources.obtain_benchmarks(spec, mirror=m, cache=tmp_path / "cache")  # type: ignore[arg-type]
+    assert spec.source.benchmarks_nar_hash in str(e.value)  # type: ignore[attr-defined]
+    assert not [p for p in (tmp_path / "cache" / "benchmarks").iterdir()]
+
+
+def test_obtain_benchmarks__missing_file_or_hash__named_errors(tmp_path: Path) -> None:
+    m, spec = _bench_spec(tmp_path)
+    (m / "repo" / "pkg/benchmarks/AI/SPP/b1.json.zip").unlink()
+    with pytest.raises(NotFoundError, match=r"b1\.json\.zip"):
+        sources.obtain_benchmarks(spec, mirror=m, cache=tmp_path / "cache")  # type: ignore[arg-type]
+    from dataclasses import replace
+    nohash = replace(spec, source=replace(spec.source, benchmarks_nar_hash=None))  # type: ignore[type-var]
+    with pytest.raises(IntegrityError, match="not recorded"):
+        sources.obtain_benchmarks(nohash, mirror=m, cache=tmp_path / "cache")
+
+
+def test_obtain_benchmarks__download__tarball_layout_verified(tmp_path: Path) -> None:
+    _, spec = _bench_spec(tmp_path)
+
+    def fake(url: str, dest: Path) -> None:
+        dest.write_bytes(_tarball("repo-top", {"pkg/benchmarks/AI/SPP/b1.json.zip": "zip1",
+                                               "pkg/benchmarks/AI/SPP/b3.json.zip": "zip3", "README.md": "r"}))
+
+    got = sources.obtain_benchmarks(spec, cache=tmp_path / "cache", downloader=fake)  # type: ignore[arg-type]
+    assert got.origin == "download" and (got.path / "b3.json.zip").read_text() == "zip3"
+
+
+@pytest.mark.upstream
+def test_obtain_benchmarks__committed_models_from_mirror__verified(upstream: Path, tmp_path: Path) -> None:
+    reg = load_registry(REPO / "models")
+    for name in ("elemnet", "cfid"):
+        got = sources.obtain_benchmarks(reg.get(name), mirror=upstream, cache=tmp_path / "cache")
+        assert sorted(p.name for p in got.path.iterdir()) == sorted(f"{b}.json.zip" for b in reg.get(name).benchmarks)

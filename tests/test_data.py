@@ -12,6 +12,7 @@ from pyrepro import data
 from pyrepro.cli import main
 from pyrepro.errors import NetworkError
 
+
 def test_write_fixture__twice__same_bytes_and_digest(tmp_path: Path) -> None:
     a = data.write_fixture(tmp_path / "a")
     b = data.write_fixture(tmp_path / "b")

@@ -138,7 +138,7 @@ def test_write_predictions__dataframe_like__uses_its_columns(tmp_path: Path) -> 
     rt = _runtime()
 
     class Frame:  # the two attributes write_predictions uses from a pandas DataFrame
-        columns = ["id", "target", "prediction"]
+        columns = ("id", "target", "prediction")
 
         def itertuples(self, index: bool = True, name: str | None = "P") -> list[tuple[Any, ...]]:
             assert index is False and name is None
@@ -182,27 +182,24 @@ def test_runtime__import__stdlib_only_py38_syntax() -> None:
 
 # ---- unit: store_dir on old and new jarvis-tools signatures ---------------------------
 
-def _fake_figshare(new: bool, calls: list[Any]) -> types.ModuleType:
+_FAKE_DB = ("def get_db_info():\n"
+            "    return {'dft_3d': ['https://example.invalid/files/1', 'jdft_3d-8-18-2021.json', 'msg', 'ref']}\n")
+_FAKE_NEW = _FAKE_DB + (
+    "def get_request_data(js_tag='x', url='u', store_dir=None):\n"
+    "    calls.append((js_tag, url, store_dir))\n    return store_dir\n"
+    "def data(dataset='dft_2d', store_dir=None):\n    info = get_db_info()[dataset]\n"
+    "    return get_request_data(js_tag=info[1], url=info[0], store_dir=store_dir)\n")
+_FAKE_OLD = _FAKE_DB + (  # jarvis-tools 2022.9.16: no store_dir anywhere
+    "def get_request_data(js_tag='x', url='u'):\n"
+    "    calls.append((js_tag, url, 'package-folder'))\n    return 'package-folder'\n"
+    "def data(dataset='dft_2d'):\n    info = get_db_info()[dataset]\n"
+    "    return get_request_data(js_tag=info[1], url=info[0])\n")
+
+
+def _fake_figshare(new: bool, calls: list[Any]) -> Any:
     m = types.ModuleType("fake_figshare")
-    m.get_db_info = lambda: {"dft_3d": ["https://example.invalid/files/1", "jdft_3d-8-18-2021.json", "msg", "ref"]}
-    if new:
-        def get_request_data(js_tag="x", url="u", store_dir=None):  # type: ignore[no-untyped-def]
-            calls.append((js_tag, url, store_dir))
-            return store_dir
-
-        def data_fn(dataset="dft_2d", store_dir=None):  # type: ignore[no-untyped-def]
-            info = m.get_db_info()[dataset]
-            return m.get_request_data(js_tag=info[1], url=info[0], store_dir=store_dir)
-    else:
-        def get_request_data(js_tag="x", url="u"):  # type: ignore[no-untyped-def]
-            calls.append((js_tag, url, "package-folder"))
-            return "package-folder"
-
-        def data_fn(dataset="dft_2d"):  # type: ignore[no-untyped-def]
-            info = m.get_db_info()[dataset]
-            return m.get_request_data(js_tag=info[1], url=info[0])
-    m.get_request_data = get_request_data
-    m.data = data_fn
+    m.__dict__["calls"] = calls
+    exec(_FAKE_NEW if new else _FAKE_OLD, m.__dict__)
     return m
 
 

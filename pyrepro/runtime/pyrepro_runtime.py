@@ -74,16 +74,15 @@ def split_benchmark(benchmark):
         if benchmark.startswith(ds + "_") and (best is None or len(ds) > len(best)):
             best = ds
     if best is None:
-        raise ValueError("cannot split benchmark %r into dataset and property; known datasets: %s"
-                         % (benchmark, ", ".join(KNOWN_DATASETS)))
+        raise ValueError(f"cannot split benchmark {benchmark!r} into dataset and property; "
+                         f"known datasets: {', '.join(KNOWN_DATASETS)}")
     return best, benchmark[len(best) + 1:]
 
 
 def benchmark_path(benchmarks_dir, benchmark):
     path = os.path.join(benchmarks_dir, benchmark + ".json.zip")
     if not os.path.isfile(path):
-        raise FileNotFoundError("benchmark file %s.json.zip not found in %s (pass --benchmarks-dir)"
-                                % (benchmark, benchmarks_dir))
+        raise FileNotFoundError(f"benchmark file {benchmark}.json.zip not found in {benchmarks_dir} (pass --benchmarks-dir)")
     return path
 
 
@@ -126,9 +125,8 @@ def read_jarvis_zip(js_tag, url, store_dir):
         except Exception as exc:
             if os.path.exists(tmp):
                 os.remove(tmp)
-            raise OSError("pyrepro: %s.zip is not in %s and downloading it from %s failed (%s); "
-                          "put the file there (pyrepro data fetch) or use fixture data"
-                          % (js_tag, store_dir, url, exc))
+            raise OSError(f"pyrepro: {js_tag}.zip is not in {store_dir} and downloading it from {url} failed ({exc}); "
+                          "put the file there (pyrepro data fetch) or use fixture data") from exc
         os.replace(tmp, path)
     print("Loading the zipfile...")
     with zipfile.ZipFile(path) as z:
@@ -217,7 +215,7 @@ def jarvis_request_data(js_tag, url, data_dir):
 def predictions_name(benchmark):
     """'dft_3d_exfoliation_energy' -> 'AI-SinglePropertyPrediction-exfoliation_energy-dft_3d-test-mae'."""
     dataset, prop = split_benchmark(benchmark)
-    return "AI-SinglePropertyPrediction-%s-%s-test-mae" % (prop, dataset)
+    return f"AI-SinglePropertyPrediction-{prop}-{dataset}-test-mae"
 
 
 def write_predictions(output_dir, benchmark, rows, columns=("id", "prediction")):
@@ -242,7 +240,7 @@ def write_predictions(output_dir, benchmark, rows, columns=("id", "prediction"))
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
         z.writestr(name + ".csv", buf.getvalue())
     os.replace(tmp, path)
-    print("pyrepro: wrote %d predictions to %s" % (n, path))
+    print(f"pyrepro: wrote {n} predictions to {path}")
     return path
 
 
@@ -266,13 +264,13 @@ def populate_folder(benchmark, benchmarks_dir, data_dir, output_path, id_tag="ji
             info[key] = Atoms.from_dict(entry["atoms"])
     missing = sorted(wanted - set(info))
     if missing:
-        raise KeyError("%d benchmark ids are not in the %s dataset in %s, e.g. %s"
-                       % (len(missing), dataset, data_dir, missing[:3]))
+        raise KeyError(f"{len(missing)} benchmark ids are not in the {dataset} dataset in {data_dir}, "
+                       f"e.g. {missing[:3]}")
     os.makedirs(output_path, exist_ok=True)
     with open(os.path.join(output_path, "id_prop.csv"), "w") as f:
         for part in ("train", "val", "test"):
             for i, target in split[part].items():
-                f.write("%s,%s\n" % (i, target))
+                f.write(f"{i},{target}\n")
                 if file_format == "poscar":
                     info[i].write_poscar(os.path.join(output_path, str(i)))
                 elif file_format == "cif":
@@ -286,7 +284,7 @@ def populate_folder(benchmark, benchmarks_dir, data_dir, output_path, id_tag="ji
               "n_val": counts["val"], "n_test": counts["test"]}
     with open(os.path.join(output_path, "dataset_info.json"), "w") as f:
         json.dump(b_info, f)
-    print("pyrepro: populated %s: %s" % (output_path, counts))
+    print(f"pyrepro: populated {output_path}: {counts}")
     return counts
 
 

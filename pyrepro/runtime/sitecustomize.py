@@ -12,6 +12,7 @@ so it runs the next one on sys.path afterwards. It never breaks interpreter star
 failure leaves jarvis-tools untouched.
 """
 
+import contextlib
 import os
 import sys
 
@@ -51,7 +52,7 @@ class _Finder:
             try:
                 _wrap(module)
             except Exception as exc:  # never break the model because of this convenience
-                sys.stderr.write("pyrepro sitecustomize: store_dir default not installed: %r\n" % (exc,))
+                sys.stderr.write(f"pyrepro sitecustomize: store_dir default not installed: {exc!r}\n")
 
         loader.exec_module = exec_module
         return spec
@@ -75,12 +76,10 @@ def _chain():
 
 
 if os.environ.get("PYREPRO_DATA_DIR"):
-    try:
+    with contextlib.suppress(Exception):
         sys.meta_path.insert(0, _Finder())
-    except Exception:
-        pass
 
 try:
     _chain()
 except Exception as _exc:
-    sys.stderr.write("pyrepro sitecustomize: chained sitecustomize failed: %r\n" % (_exc,))
+    sys.stderr.write(f"pyrepro sitecustomize: chained sitecustomize failed: {_exc!r}\n")

@@ -12,7 +12,7 @@
   #   apps.exfoliation               `nix run .#exfoliation -- --test` runs every exfoliation model
   #   apps.<name>, apps.pyrepro
   #   devShells.default              python3 + pdm + pyrepro
-  #   checks.<name>-import           the model package has an executable bin/<name>
+  #   checks.<name>-import           every module of the model's dependencies imports (nix/checks.nix)
   #   checks.<name>-test             test-mode run on pyrepro's offline fixture data
   # Only the registry/app/wrapper part is evaluated and run on the build machines (tests/nixflake
   # with a busybox stand-in); the dream2nix part is written, not evaluated (no nixpkgs offline).
@@ -43,20 +43,6 @@
       devShells = forAll (pkgs: {
         default = pkgs.mkShell { packages = [ pkgs.python311 pkgs.pdm (pyreproFor pkgs) pkgs.git ]; };
       });
-      checks = forAll (pkgs: nixpkgs.lib.concatMapAttrs (name: pkg: {
-        "${name}-import" = pkgs.runCommand "${name}-import" { } ''
-          test -x ${pkg}/bin/${name}
-          touch $out
-        '';
-        "${name}-test" = pkgs.runCommand "${name}-test" { } ''
-          export HOME=$TMPDIR
-          ${pyreproFor pkgs}/bin/pyrepro data fixture --out $TMPDIR/fixture
-          export PYREPRO_DATA_KIND=fixture PYREPRO_DATA_DIR=$TMPDIR/fixture/data
-          export PYREPRO_BENCHMARKS_DIR=$TMPDIR/fixture/benchmarks PYREPRO_OUTPUT_DIR=$TMPDIR/out
-          ${pkg}/bin/${name} --test
-          ls $TMPDIR/out/*.csv.zip
-          touch $out
-        '';
-      }) (modelsFor pkgs));
+      checks = forAll (pkgs: import ./nix/checks.nix { inherit pkgs; models = modelsFor pkgs; pyrepro = pyreproFor pkgs; });
     };
 }

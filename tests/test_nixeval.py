@@ -182,12 +182,46 @@ def test_flake_outputs__stub_inputs__every_output_for_both_systems(repo_root: Pa
     assert got["packages"] == sorted([*names, "pyrepro"])
     assert sorted(got["apps"]) == sorted([*names, "exfoliation", "pyrepro"])
     assert all(a["type"] == "app" for a in got["apps"].values())
+    reg = load_registry(repo_root / "models")
+    from packaging.requirements import Requirement
+
+    from pyrepro.generate import dependencies
     for n in names:
         assert got["apps"][n]["program"].endswith(f"/bin/{n}")
-        assert f"/bin/{n}\n" in got["checks"][f"{n}-import"]
+        imp = got["checks"][f"{n}-import"]
+        assert f"test -x /nix/store/stub-script-{n}/bin/{n}\n" in imp
+        assert ("/stub-pyEnv/bin/python " in imp) != ("/stub-symlinkJoin/bin/python " in imp)
+        dists = [Requirement(r).name for r in dependencies(reg.get(n))]
+        dists += [e.name for e in reg.get(n).extra_sources if e.install == "package"]
+        assert imp.split("import-check.py ")[1].split("\n")[0].split() == dists
         test = got["checks"][f"{n}-test"]
         assert "pyrepro data fixture --out $TMPDIR/fixture" in test
         assert f"/bin/{n} --test\n" in test and "PYREPRO_DATA_KIND=fixture" in test and "*.csv.zip" in test
     assert sorted(got["checks"]) == sorted(f"{n}-{k}" for n in names for k in ("import", "test"))
     assert got["pyrepro"]["pname"] == "pyrepro" and got["pyrepro"]["pythonRemoveDeps"] == ["pdm", "hishel"]
     assert got["devShell"] == ["python311", "pdm", "buildPythonApplication", "git"]
+
+
+def test_import_check_script__installed_missing_and_broken__exit_code_and_report(repo_root: Path,
+                                                                                  tmp_path: Path) -> None:
+    import os
+    import sys
+
+    from pyrepro import proc
+
+    script = str(repo_root / "nix" / "import-check.py")
+    ok = proc.run([sys.executable, script, "tomlkit", "Jinja2"], check=False)
+    assert ok.returncode == 0, ok.stdout
+    assert "0 failures" in ok.stdout and "of 2 distributions" in ok.stdout
+    bad = proc.run([sys.executable, script, "tomlkit", "no-such-dist-xyz"], check=False)
+    assert bad.returncode == 1
+    assert "FAILED no-such-dist-xyz: not installed" in bad.stdout
+    site = tmp_path / "site"
+    (site / "broken_pkg-1.0.dist-info").mkdir(parents=True)
+    (site / "broken_pkg-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-pkg\nVersion: 1.0\n")
+    (site / "broken_pkg-1.0.dist-info" / "top_level.txt").write_text("brokenmod\n")
+    (site / "brokenmod.py").write_text("raise ImportError('needs libfoo.so')\n")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    broken = proc.run([sys.executable, script, "broken_pkg"], check=False, env=env)
+    assert broken.returncode == 1
+    assert "FAILED brokenmod (broken-pkg): ImportError: needs libfoo.so" in broken.stdout

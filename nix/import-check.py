@@ -36,18 +36,18 @@ def main(argv):
         key = norm(dist.metadata["Name"] or "")
         if key in wanted:
             found.setdefault(key, top_modules(dist))
-    failures = ["%s: not installed" % d for d in sorted(wanted - set(found))]
+    failures = [f"{d}: not installed" for d in sorted(wanted - set(found))]
     count = 0
     for d in sorted(found):
         for mod in found[d]:
             count += 1
             try:
                 importlib.import_module(mod)
-            except BaseException as exc:  # noqa: BLE001 - report every failure, keep going
-                failures.append("%s (%s): %s: %s" % (mod, d, type(exc).__name__, str(exc)[:300]))
+            except BaseException as exc:  # report every failure, keep going
+                failures.append(f"{mod} ({d}): {type(exc).__name__}: {str(exc)[:300]}")
     for f in failures:
         print("import-check: FAILED " + f)
-    print("import-check: %d modules of %d distributions, %d failures" % (count, len(wanted), len(failures)))
+    print(f"import-check: {count} modules of {len(wanted)} distributions, {len(failures)} failures")
     return 1 if failures else 0
 
 

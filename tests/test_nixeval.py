@@ -225,3 +225,27 @@ def test_import_check_script__installed_missing_and_broken__exit_code_and_report
     broken = proc.run([sys.executable, script, "broken_pkg"], check=False, env=env)
     assert broken.returncode == 1
     assert "FAILED brokenmod (broken-pkg): ImportError: needs libfoo.so" in broken.stdout
+
+
+@needs_nix
+def test_pdm_locks__nix_fromtoml__every_file_has_file_and_hash(repo_root: Path) -> None:
+    """What dream2nix's python-pdm reads from pdm.lock: package[].files[].{file,hash} (no static URLs)."""
+    import json
+
+    from pyrepro import proc
+
+    locks = sorted((repo_root / "models").glob("*/pdm.lock"))
+    if not locks:
+        pytest.skip("no pdm.lock committed yet")
+    expr = """
+      { lockPath }: let
+        lock = builtins.fromTOML (builtins.readFile lockPath);
+        bad = builtins.concatMap (p: builtins.filter (f: !(f ? file && f ? hash)) (p.files or [ ])) lock.package;
+        noFiles = builtins.filter (p: (p.files or [ ]) == [ ]) lock.package;
+      in { packages = builtins.length lock.package; bad = builtins.length bad; noFiles = map (p: p.name) noFiles; }
+    """
+    for lock in locks:
+        done = proc.run(["nix-instantiate", "--eval", "--strict", "--json", "--expr", expr,
+                         "--argstr", "lockPath", str(lock)], env=nixeval._env({}))
+        got = json.loads(done.stdout)
+        assert got["packages"] > 0 and got["bad"] == 0 and got["noFiles"] == [], (lock, got)

@@ -6,8 +6,9 @@
 #
 # The wrapper copies the source into a fresh `mktemp -d` work directory and runs there with
 # HOME, XDG_CACHE_HOME and MPLCONFIGDIR inside it, so neither the store, the source nor the
-# user's home is written.  Datasets: $PYREPRO_DATA_DIR (default: the user's cache,
-# ~/.cache/pyrepro/data).  Predictions: --output-dir if given, else $PYREPRO_OUTPUT_DIR, else
+# user's home is written.  Datasets: $PYREPRO_DATA_DIR (default: the local backend's real-data
+# folder <cache>/data/jarvis, cache = $PYREPRO_CACHE or ~/.cache/pyrepro, so both backends share
+# downloads), $PYREPRO_DATA_KIND (default jarvis).  Predictions: --output-dir if given, else $PYREPRO_OUTPUT_DIR, else
 # the directory the wrapper was started in.
 { pkgs }:
 { name, pythonEnv, src, benchmarks, runtime, entry, tools ? "" }:
@@ -18,7 +19,9 @@ in
 pkgs.writeShellScriptBin name ''
   set -eu
   caller="$PWD"
-  export PYREPRO_DATA_DIR="''${PYREPRO_DATA_DIR:-''${XDG_CACHE_HOME:-''${HOME:-/tmp}/.cache}/pyrepro/data}"
+  cache="''${PYREPRO_CACHE:-''${XDG_CACHE_HOME:-''${HOME:-/tmp}/.cache}/pyrepro}"
+  export PYREPRO_DATA_DIR="''${PYREPRO_DATA_DIR:-$cache/data/jarvis}"
+  export PYREPRO_DATA_KIND="''${PYREPRO_DATA_KIND:-jarvis}"
   export PYREPRO_BENCHMARKS_DIR="''${PYREPRO_BENCHMARKS_DIR:-${benchmarks}}"
   out="''${PYREPRO_OUTPUT_DIR:-$caller}"
   work="$(mktemp -d "''${TMPDIR:-/tmp}/pyrepro-${name}.XXXXXX")"

@@ -62,8 +62,9 @@ def test_flake(repo_root: Path, tmp_path: Path) -> Path:
     return d
 
 
-def _nix(args: list[str], d: Path) -> proc.Completed:
-    env = nix_env()
+def _nix(args: list[str], d: Path, extra: dict[str, str] | None = None) -> proc.Completed:
+    env = {**nix_env(), **(extra or {})}
+    env.pop("PYREPRO_CACHE", None)
     env["PATH"] = f"{d / 'busybox' / 'bin'}:{env['PATH']}"
     return proc.run(["nix", *args], cwd=d, env=env, check=False, timeout=600)
 
@@ -78,7 +79,7 @@ def test_test_flake__build_run_check_eval__work_offline(test_flake: Path, tmp_pa
     assert (out / "bin" / "alpha").exists()
     caller = tmp_path / "caller"
     caller.mkdir()
-    r = _nix(["run", f"{d}#exfoliation", "--", "--test"], caller)
+    r = _nix(["run", f"{d}#exfoliation", "--", "--test"], caller, {"XDG_CACHE_HOME": str(caller.parent / "xdg")})
     assert r.returncode == 0, r.stderr
     runs = r.stdout.split("exfoliation:")[0]
     assert "== alpha" in runs and "== beta" in runs and "gamma" not in runs
@@ -89,6 +90,7 @@ def test_test_flake__build_run_check_eval__work_offline(test_flake: Path, tmp_pa
         assert "test=1" in line and "/pyrepro-" in line.split(" test=")[0]
         work = line.split()[2]
         assert f"home={work}/home" in line
+        assert f"data={caller.parent / 'xdg' / 'pyrepro' / 'data' / 'jarvis'} " in line
     assert (caller / "exfoliation" / "alpha" / "prediction.csv.zip").is_file()
     assert (caller / "exfoliation" / "beta" / "prediction.csv.zip").is_file()
     assert "gpu=optional" in r.stdout  # beta went through nix/gpu.nix

@@ -305,8 +305,12 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
         p.unknown({"name", "spec", "reason"})
         pins.append(Pin(p.text("name"), p.text("spec"),
                         p.text("reason", fix="every reviewed pin needs a reason = \"...\"")))
+    benchmarks = r.strs("benchmarks", nonempty=True)
     preds = []
     for p in r.tables("predictions"):
+        if p.data.get("benchmark") not in (None, *benchmarks):
+            raise p.fail("benchmark", f"{p.data.get('benchmark')!r} is not one of this model's benchmarks",
+                         f"add it to benchmarks = [...] or use one of {', '.join(benchmarks)}")
         p.unknown({"benchmark", "file", "reported_mae", "comparable", "note"})
         mae = p.data.get("reported_mae")
         if mae is not None and not isinstance(mae, (int, float)):
@@ -323,7 +327,7 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
         title=r.text("title", default=name),
         python=r.text("python", pattern=PY_RE, fix='write python = "3.11"'),
         gpu=cast(GpuNeed, gpu),
-        benchmarks=r.strs("benchmarks", nonempty=True),
+        benchmarks=benchmarks,
         source=source,
         entry=entry,
         path=path,

@@ -169,3 +169,14 @@ def test_cli_models_and_show__json__registry_data(capsys: pytest.CaptureFixture[
 def test_cli_show__unknown_model__exit_4_with_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", "matformr"]) == 4
     assert "matformer" in capsys.readouterr().err
+
+
+def test_parse_model__prediction_for_unserved_benchmark__input_error(tmp_path: Path) -> None:
+    d = _demo_copy(tmp_path)
+    p = d / "demo" / "model.toml"
+    text = p.read_text()
+    assert 'benchmark = "dft_3d_exfoliation_energy"' in text
+    p.write_text(text.replace('benchmark = "dft_3d_exfoliation_energy"', 'benchmark = "dft_3d_bandgap"', 1))
+    with pytest.raises(InputError) as e:
+        parse_model(p)
+    assert "[predictions[0].benchmark]" in str(e.value) and "dft_3d_bandgap" in str(e.value)

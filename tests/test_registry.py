@@ -174,9 +174,11 @@ def test_cli_show__unknown_model__exit_4_with_suggestion(capsys: pytest.CaptureF
 def test_parse_model__prediction_for_unserved_benchmark__input_error(tmp_path: Path) -> None:
     d = _demo_copy(tmp_path)
     p = d / "demo" / "model.toml"
-    text = p.read_text()
-    assert 'benchmark = "dft_3d_exfoliation_energy"' in text
-    p.write_text(text.replace('benchmark = "dft_3d_exfoliation_energy"', 'benchmark = "dft_3d_bandgap"', 1))
+    pred = '\n[[predictions]]\nbenchmark = "{b}"\nfile = "x.csv.zip"\nreported_mae = 1.0\n'
+    base = p.read_text()
+    p.write_text(base + pred.format(b="dft_3d_exfoliation_energy"))
+    assert parse_model(p).predictions[0].reported_mae == 1.0
+    p.write_text(base + pred.format(b="dft_3d_bandgap"))
     with pytest.raises(InputError) as e:
         parse_model(p)
     assert "[predictions[0].benchmark]" in str(e.value) and "dft_3d_bandgap" in str(e.value)

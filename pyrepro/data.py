@@ -37,10 +37,14 @@ from typing import Any
 
 from pyrepro.errors import NetworkError, NotFoundError
 
-FIXTURE_VERSION = 1
+# Bump whenever the bytes change (new fields, entries, layout): it names the cache folder.
+FIXTURE_VERSION = 2
 ZIP_DATE = (2020, 1, 1, 0, 0, 0)
 
-# jarvis-tools js_tags: every name any locked version maps these datasets to.
+# jarvis-tools js_tags: every name a jarvis-tools version maps these datasets to (read from
+# jarvis/db/figshare.py): data("dft_3d") is the 2021 55k file in 2022.9.16 (matformer), the
+# 12-12-2022 76k file in 2023.4.6 (kgcnn_*) and 2024.10.30 (the others), and the 9-24-2025 file
+# in 2026.x; data("dft_3d_2021") is the 2021 file from 2023.x on.
 DFT_3D_TAGS = ("jdft_3d-8-18-2021.json", "jdft_3d-12-12-2022.json", "jdft_3d-9-24-2025.json")
 CFID_3D_TAGS = ("cfid_3d-8-18-2021.json",)
 CHEM_TAGS = {"ssub": "ssub.json", "supercon_chem": "supercon_chem.json", "mag2d_chem": "mag2d_chem.json"}
@@ -50,7 +54,9 @@ DFT_3D_FIELDS = ("exfoliation_energy", "optb88vdw_total_energy", "formation_ener
                  "slme", "spillage", "ehull", "magmom_oszicar", "kpoint_length_unit", "encut",
                  "epsx", "epsy", "epsz", "mepsx", "mepsy", "mepsz", "n-Seebeck", "n-powerfact",
                  "avg_elec_mass", "avg_hole_mass", "max_efg", "dfpt_piezo_max_dij",
-                 "dfpt_piezo_max_dielectric", "Tc_supercon", "max_ir_mode", "min_ir_mode")
+                 "dfpt_piezo_max_dielectric", "Tc_supercon", "max_ir_mode", "min_ir_mode",
+                 "p-Seebeck", "p-powerfact", "ncond", "pcond", "nkappa", "pkappa",
+                 "dfpt_piezo_max_eij", "ph_heat_capacity")
 CFID_LEN = 1557
 SPLIT = {"train": 40, "val": 8, "test": 8}
 
@@ -169,10 +175,13 @@ def _split(ids: list[str], with_val: bool = True) -> dict[str, list[str]]:
 
 
 def _zip_bytes(member: str, payload: str) -> bytes:
+    """One-member zip, byte-identical everywhere: fixed timestamp and mode, and stored, not
+    deflated (deflate output depends on the zlib build, e.g. zlib-ng, so it would not be)."""
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as z:
         info = zipfile.ZipInfo(member, date_time=ZIP_DATE)
-        info.compress_type = zipfile.ZIP_DEFLATED
+        info.compress_type = zipfile.ZIP_STORED
+        info.create_system = 3
         info.external_attr = 0o644 << 16
         z.writestr(info, payload)
     return buf.getvalue()
@@ -281,41 +290,116 @@ class RealDataset:
     used_by: tuple[str, ...]
     note: str = ""
 
+    @property
+    def host(self) -> str:
+        return self.url.split("/")[2]
 
-def real_datasets() -> tuple[RealDataset, ...]:
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "file": self.file, "url": self.url, "figshare": self.figshare,
+                "sha256": self.sha256, "used_by": list(self.used_by), "note": self.note}
+
+
+@dataclass(frozen=True)
+class BenchmarkPin:
+    name: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A downloaded dataset file and the hash recorded for it in ``<out>/FETCHED.json``."""
+
+    name: str
+    path: Path
+    sha256: str
+    size: int
+    pinned: bool  # True when the hash was checked against datasets.toml, False when only recorded
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "path": str(self.path), "sha256": self.sha256, "size": self.size,
+                "pinned": self.pinned}
+
+
+FETCHED_MANIFEST = "FETCHED.json"
+
+
+def _datasets_toml() -> dict[str, Any]:
     from importlib.resources import files as res_files
 
-    raw = tomllib.loads(res_files("pyrepro").joinpath("data/datasets.toml").read_text(encoding="utf-8"))
+    return tomllib.loads(res_files("pyrepro").joinpath("data/datasets.toml").read_text(encoding="utf-8"))
+
+
+def real_datasets() -> tuple[RealDataset, ...]:
+    """The real jarvis-tools datasets (pyrepro/data/datasets.toml); sha256 None = not yet observed."""
     return tuple(RealDataset(name=d["name"], file=d["file"], url=d["url"], figshare=d["figshare"],
                              sha256=d.get("sha256") or None, used_by=tuple(d.get("used_by", [])),
-                             note=d.get("note", "")) for d in raw["dataset"])
+                             note=d.get("note", "")) for d in _datasets_toml()["dataset"])
 
 
-def fetch_real(name: str, out: Path, *, downloader: Any = None) -> Path:
-    """Download a real dataset zip into ``out`` (atomically), checking its sha256 when pinned."""
+def benchmark_pins() -> tuple[BenchmarkPin, ...]:
+    """The real benchmark split files pyrepro pins (jarvis_leaderboard@57afc55f)."""
+    return tuple(BenchmarkPin(b["name"], b["sha256"]) for b in _datasets_toml().get("benchmark", []))
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fetch_real(name: str, out: Path, *, downloader: Any = None) -> Fetched:
+    """Download a real dataset zip into ``out`` (atomically) and record its sha256.
+
+    A pinned hash (datasets.toml) is checked; an unpinned one is recorded in
+    ``<out>/FETCHED.json`` (and reported) so it can be reviewed and pinned.
+    ``downloader(url, dest_path)`` defaults to urllib; OSError from it means the host is unreachable.
+    """
     ds = {d.name: d for d in real_datasets()}.get(name)
     if ds is None:
-        raise NotFoundError(f"unknown dataset {name!r}", hint="see 'pyrepro data list'")
+        known = ", ".join(d.name for d in real_datasets())
+        raise NotFoundError(f"unknown dataset {name!r}; known: {known}", hint="see 'pyrepro data list'")
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     target = out / ds.file
-    tmp = target.with_suffix(target.suffix + ".part")
+    tmp = target.with_name(f".{target.name}.part")
     try:
         (downloader or _urllib_download)(ds.url, tmp)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        host = ds.url.split("/")[2]
-        raise NetworkError(f"cannot download dataset {name} from {host}: {exc}",
-                           hint="figshare is unreachable from this network; use '--data fixture' for a test run, "
-                                "or copy the file into the data folder by hand") from exc
-    if ds.sha256:
-        got = hashlib.sha256(tmp.read_bytes()).hexdigest()
-        if got != ds.sha256:
-            tmp.unlink(missing_ok=True)
-            from pyrepro.errors import IntegrityError
+        raise NetworkError(f"cannot download dataset {name} ({ds.file}) from {ds.host}: {exc}",
+                           hint=f"{ds.host} is unreachable from this network; use '--data fixture' for a test run, "
+                                f"or copy {ds.file} into {out} by hand") from exc
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    got = _sha256_file(tmp)
+    if ds.sha256 and got != ds.sha256:
+        tmp.unlink(missing_ok=True)
+        from pyrepro.errors import IntegrityError
 
-            raise IntegrityError(f"dataset {name} ({ds.file}) does not match its pin", expected=ds.sha256, actual=got)
+        raise IntegrityError(f"dataset {name} ({ds.file}) from {ds.url} does not match its pin in "
+                             "pyrepro/data/datasets.toml", expected=ds.sha256, actual=got)
+    size = tmp.stat().st_size
     os.replace(tmp, target)
-    return target
+    _record_fetch(out, ds, got, size)
+    return Fetched(name=name, path=target, sha256=got, size=size, pinned=bool(ds.sha256))
+
+
+def _record_fetch(out: Path, ds: RealDataset, sha256: str, size: int) -> None:
+    manifest_path = out / FETCHED_MANIFEST
+    manifest: dict[str, Any] = {}
+    if manifest_path.is_file():
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except ValueError:
+            manifest = {}
+    manifest[ds.file] = {"name": ds.name, "url": ds.url, "figshare": ds.figshare, "sha256": sha256,
+                         "size": size, "pinned": bool(ds.sha256)}
+    tmp = manifest_path.with_name(f".{FETCHED_MANIFEST}.tmp")
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, manifest_path)
 
 
 def _urllib_download(url: str, dest: Path) -> None:  # pragma: no cover - needs the network

@@ -34,25 +34,35 @@ def register(app: typer.Typer) -> None:
 
     @data_app.command("list")
     def list_cmd(as_json: bool = typer.Option(False, "--json", help="Machine-readable output")) -> None:
-        """The real datasets the models read, with their figshare pins."""
+        """The real datasets the models read (figshare pins) and the pinned benchmark splits."""
         from pyrepro import data
 
         rows = data.real_datasets()
+        pins = data.benchmark_pins()
         if as_json:
-            emit_json([{"name": d.name, "file": d.file, "url": d.url, "figshare": d.figshare,
-                        "sha256": d.sha256, "used_by": list(d.used_by), "note": d.note} for d in rows])
+            emit_json({"datasets": [d.to_json() for d in rows],
+                       "benchmarks": [{"name": b.name, "sha256": b.sha256} for b in pins]})
             return
-        typer.echo(table([[d.name, d.file, d.figshare, d.sha256 or "unknown", ",".join(d.used_by)] for d in rows],
-                         ["name", "file", "figshare", "sha256", "used by"]))
+        typer.echo(table([[d.name, d.file, d.figshare, d.sha256 or "unknown", ",".join(d.used_by) or "-"]
+                          for d in rows], ["name", "file", "figshare", "sha256", "used by"]))
+        typer.echo("")
+        typer.echo(table([[b.name + ".json.zip", b.sha256] for b in pins], ["benchmark file", "sha256"]))
 
     @data_app.command("fetch")
     def fetch_cmd(
         name: str = typer.Argument(..., help="Dataset name (see 'pyrepro data list')"),
         out: Path = typer.Option(None, "--out", help="Folder (default: <cache>/data/jarvis)"),
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
     ) -> None:
-        """Download a real dataset (needs figshare; offline this fails with a clear message)."""
+        """Download a real dataset and record its sha256 (needs figshare; offline: a clear error)."""
         from pyrepro import data
         from pyrepro.paths import cache_dir
 
-        path = data.fetch_real(name, out or cache_dir() / "data" / "jarvis")
-        typer.echo(f"wrote {path}")
+        got = data.fetch_real(name, out or cache_dir() / "data" / "jarvis")
+        if as_json:
+            emit_json(got.to_json())
+            return
+        typer.echo(f"wrote {got.path} ({got.size} bytes, sha256 {got.sha256})")
+        if not got.pinned:
+            typer.echo(f"{name} has no sha256 pin: review the file, then add sha256 = \"{got.sha256}\" "
+                       "to its entry in pyrepro/data/datasets.toml")

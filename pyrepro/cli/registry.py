@@ -115,6 +115,8 @@ def register(app: typer.Typer) -> None:
         name: str = typer.Argument(..., help="Model name or alias"),
         mirror: Path = typer.Option(None, "--mirror", help="A mirror folder holding <repo-name>/<subdir> (default: ../shared/upstream if present)"),
         offline: bool = typer.Option(False, "--offline", help="Never download"),
+        benchmarks: bool = typer.Option(False, "--benchmarks",
+                                        help="Fetch the model's benchmark files instead (checked against benchmarks_nar_hash)"),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
     ) -> None:
         """Obtain the model's pinned upstream folder (cache, mirror or download), tree id verified."""
@@ -123,12 +125,19 @@ def register(app: typer.Typer) -> None:
 
         paths = Paths.discover()
         spec = load_registry(paths.models).get(name)
-        got = sources.obtain_source(spec.source, mirror=_mirror(paths, mirror), cache=paths.cache, online=not offline)
+        m = _mirror(paths, mirror)
+        if benchmarks:
+            got = sources.obtain_benchmarks(spec, mirror=m, cache=paths.cache, online=not offline)
+            what = f"benchmark files, NAR hash {got.tree} verified"
+        else:
+            got = sources.obtain_source(spec.source, mirror=m, cache=paths.cache, online=not offline)
+            what = f"tree {got.tree} verified"
         if as_json:
-            emit_json({"name": spec.name, "path": str(got.path), "origin": got.origin, "tree": got.tree,
+            emit_json({"name": spec.name, "path": str(got.path), "origin": got.origin,
+                       "kind": "benchmarks" if benchmarks else "source", "pin": got.tree,
                        "commit": spec.source.commit})
             return
-        typer.echo(f"{spec.name}: {got.path} (from {got.origin}, tree {got.tree} verified)")
+        typer.echo(f"{spec.name}: {got.path} (from {got.origin}, {what})")
 
     @source_app.command("verify")
     def source_verify_cmd(

@@ -178,9 +178,9 @@ def apply_series(series: Sequence[Patch], pristine: Path, dest: Path, *, runner:
         for dirpath, _dirs, files in os.walk(work):
             os.chmod(dirpath, 0o755)
             for f in files:
-                p = os.path.join(dirpath, f)
-                if not os.path.islink(p):
-                    os.chmod(p, os.lstat(p).st_mode | 0o200)
+                fp = os.path.join(dirpath, f)
+                if not os.path.islink(fp):
+                    os.chmod(fp, os.lstat(fp).st_mode | 0o200)
         for p in series:
             done = runner(["patch", "-p1", "--batch", "--forward", "-F0", "--no-backup-if-mismatch",
                            "-r", "-", "-i", str(p.path)], cwd=work, check=False)

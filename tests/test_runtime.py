@@ -61,9 +61,10 @@ def test_parse_uniform_args__env_defaults__absolute_dirs_created(tmp_path: Path,
     rt = _runtime()
     monkeypatch.setenv("PYREPRO_BENCHMARKS_DIR", str(tmp_path / "b"))
     monkeypatch.setenv("PYREPRO_DATA_DIR", str(tmp_path / "d"))
+    monkeypatch.setenv("PYREPRO_DATA_KIND", "fixture")
     monkeypatch.chdir(tmp_path)
     ns = rt.parse_uniform_args("dft_3d_exfoliation_energy", ["--test", "--output-dir", "o"])
-    assert ns.test and ns.benchmark == "dft_3d_exfoliation_energy"
+    assert ns.test and ns.benchmark == "dft_3d_exfoliation_energy" and ns.data_kind == "fixture"
     assert ns.benchmarks_dir == str(tmp_path / "b") and ns.data_dir == str(tmp_path / "d")
     assert ns.output_dir == str(tmp_path / "o") and (tmp_path / "o").is_dir() and (tmp_path / "d").is_dir()
 
@@ -212,6 +213,8 @@ def test_install_store_dir__new_signature__default_only_when_absent(tmp_path: Pa
     assert m.get_request_data("a", "b", "/pos") == "/pos"
     assert m.get_request_data(js_tag="a", url="b") == str(tmp_path / "store")
     assert rt.install_store_dir(m) is m and m.data("dft_3d") == str(tmp_path / "store")  # idempotent
+    rt.install_store_dir(m, "/other")  # a later explicit default (e.g. --data-dir) replaces the env one
+    assert m.data("dft_3d") == "/other" and len(calls) == 6
 
 
 def test_install_store_dir__old_signature__reads_zip_from_store(tmp_path: Path) -> None:

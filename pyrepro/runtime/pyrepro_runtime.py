@@ -51,6 +51,8 @@ def _finish(ns, parser):
     os.makedirs(ns.data_dir, exist_ok=True)
     ns.output_dir = os.path.abspath(ns.output_dir)
     os.makedirs(ns.output_dir, exist_ok=True)
+    # Not a flag: "fixture" or "jarvis" as set by the runner ("" when run by hand).
+    ns.data_kind = os.environ.get("PYREPRO_DATA_KIND", "")
     return ns
 
 

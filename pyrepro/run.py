@@ -211,7 +211,10 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
     ds = prepare_data(data_kind, paths, spec, mirror=mirror)
     script = patches.entry_script(spec.entry)
     prog = b.env_dir / "bin" / spec.entry[0]
-    cmd = [str(prog), str(b.src_dir / script), "--benchmark", bench, "--benchmarks-dir", str(ds.benchmarks_dir),
+    # Everything after the script in the entry command is kept (ipython needs '--' before the
+    # script's own flags: ["ipython", "run.py", "--"]).
+    after = list(spec.entry[spec.entry.index(script) + 1:])
+    cmd = [str(prog), str(b.src_dir / script), *after, "--benchmark", bench, "--benchmarks-dir", str(ds.benchmarks_dir),
            "--data-dir", str(ds.data_dir), "--output-dir", str(out)]
     if test:
         cmd += list(spec.test.args)

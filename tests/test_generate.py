@@ -53,7 +53,7 @@ def test_registry__fifteen_models_with_pins_and_aliases() -> None:
     assert len(reg) == 15
     assert reg.get("ElemNet1").name == "elemnet"
     assert reg.get("alignn_model").name == "alignn"
-    assert reg.get("elemnet").entry == ("ipython", "run.py")
+    assert reg.get("elemnet").entry == ("ipython", "run.py", "--")  # ipython reads flags before "--" itself
     assert sorted(reg.get("elemnet").benchmarks) == ["mag2d_chem_magnetic_moment", "ssub_formula_energy", "supercon_chem_Tc"]
     assert len(reg.for_benchmark("dft_3d_exfoliation_energy")) == 14
     assert all(p.reason for s in reg for p in s.dependencies.pins)

@@ -273,7 +273,7 @@ export HOME="${{PYREPRO_HOME:-$work/home}}" XDG_CACHE_HOME="$work/home/.cache" M
 mkdir -p "$HOME" "$XDG_CACHE_HOME" "$MPLCONFIGDIR"
 export PYTHONPATH="{runtime}${{PYTHONPATH:+:$PYTHONPATH}}"
 export PATH="{env_dir}/bin:$PATH"
-exec "{env_dir}/bin/{prog}" "{src}/{script}" "$@"
+exec "{env_dir}/bin/{prog}" "{src}/{script}"{"".join(" " + json.dumps(a) for a in spec.entry[spec.entry.index(script) + 1:])} "$@"
 """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")

@@ -62,13 +62,11 @@ def main(argv: list[str] | None = None) -> int:
         code = exc.exit_code
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
-    except Exception as exc:  # click usage errors and friends
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
+    except Exception as exc:  # click's usage errors and friends (typer may vendor click as typer._click)
+        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()
             code = exc.exit_code
-        elif isinstance(exc, click.exceptions.Abort):
+        elif type(exc).__name__ == "Abort":
             code = 130
         else:
             raise

@@ -427,6 +427,72 @@ def _trim(text: str, lines: int = 25) -> str:
     return "\n".join(keep[-lines:])
 
 
+_UPLOAD_DATE_SCRIPT = r"""
+import json, sys, urllib.request
+from packaging.utils import parse_wheel_filename, parse_sdist_filename, canonicalize_name
+from packaging.version import Version
+name, version, index = sys.argv[1], Version(sys.argv[2]), sys.argv[3].rstrip("/")
+req = urllib.request.Request(f"{index}/{canonicalize_name(name)}/",
+                             headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+try:
+    data = json.load(urllib.request.urlopen(req, timeout=60))
+except Exception as exc:
+    print(f"ERROR: {index}: {exc}", file=sys.stderr)
+    sys.exit(2)
+dates = []
+for f in data.get("files", []):
+    fn = f.get("filename", "")
+    try:
+        v = parse_wheel_filename(fn)[1] if fn.endswith(".whl") else parse_sdist_filename(fn)[1]
+    except Exception:
+        continue
+    if v == version and f.get("upload-time"):
+        dates.append(f["upload-time"][:10])
+print(min(dates) if dates else "")
+"""
+
+
+def upload_date(name: str, version: str, *, runner: Runner,
+                index: str = "https://pypi.org/simple") -> dt.date | None:
+    """The day the index first received a file of ``name==version`` (PEP 700 ``upload-time``),
+    or ``None`` when the index does not say."""
+    done = runner([sys.executable, "-c", _UPLOAD_DATE_SCRIPT, name, version, index], check=False, timeout=120)
+    text = done.stdout.strip()
+    if done.returncode != 0 or not text:
+        return None
+    try:
+        return dt.date.fromisoformat(text.splitlines()[-1].strip())
+    except ValueError:
+        return None
+
+
+def _later_bound(problems: Sequence[relax.Problem], reqs: Sequence[str], bound: str,
+                 *, runner: Runner) -> tuple[str, str] | None:
+    """A date bound that hides an exactly pinned release (the resolver says "not found" for it)
+    moves to the day after that release was uploaded: returns (new bound, note) or None."""
+    try:
+        current = dt.date.fromisoformat(bound)
+    except ValueError:
+        return None
+    best: tuple[dt.date, str] | None = None
+    for p in problems:
+        if p.kind != "not-found" or not p.package:
+            continue
+        for i in relax.find(tuple(reqs), p.package):
+            v = relax.pinned_version(reqs[i])
+            if v is None or "*" in v:
+                continue
+            day = upload_date(p.package, relax.strip_local(v), runner=runner)
+            if day is None or day < current:
+                continue
+            new = day + dt.timedelta(days=1)
+            if best is None or new > best[0]:
+                best = (new, f"{reqs[i]} was released {day.isoformat()}, after the submission date bound")
+    if best is None:
+        return None
+    return best[0].isoformat(), best[1]
+
+
 def lookup_versions(names: Sequence[str], python: str, *, runner: Runner) -> dict[str, tuple[str, ...]]:
     """Release lists from the index via ``pip index versions`` (``()``: no such package)."""
     out: dict[str, tuple[str, ...]] = {}
@@ -529,6 +595,8 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     queue: list[Strategy] = [s for s in order if s != "relaxed"] or ["relaxed"]
     last_problems: tuple[relax.Problem, ...] = ()
     last_error = ""
+    bound_moves: list[str] = []  # date bounds moved past a pinned release (fidelity notes)
+    tried_bounds: set[str] = set()
 
     def attempt(strat: Strategy, rs: tuple[str, ...], bound: str | None) -> _Run:
         nonlocal last_problems, last_error
@@ -578,6 +646,18 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             if any(p.kind == "timeout" for p in last_problems) and not any(
                     p.kind in ("not-found", "conflict", "build-failed") for p in last_problems):
                 break
+            moved = (_later_bound(last_problems, reqs, bound_for_relax, runner=runner)
+                     if bound_for_relax else None)
+            if moved is not None and moved[0] not in tried_bounds:
+                new_bound, note = moved
+                tried_bounds.add(new_bound)
+                bound_moves.append(f"date bound {bound_for_relax} -> {new_bound}: {note}")
+                progress.advance(label, 1, bound_moves[-1])
+                bound_for_relax = new_bound
+                run = attempt("relaxed", reqs, bound_for_relax)
+                if run.ok:
+                    result, strategy = run, "relaxed"
+                continue
             facts = relax.Facts(lookup_versions(relax.packages_to_look_up(last_problems), req.python,
                                                 runner=runner))
             step = relax.relax(last_problems, reqs, facts)
@@ -609,12 +689,14 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     lock_data = tomllib.loads(result.lock_text)
     targets = tuple(t.get("platform", "") for t in lock_data.get("metadata", {}).get("targets", []))
     drift = compute_drift(declared, steps, locked, where)
-    category = 2 if steps or strategy == "date-bounded" else 1
+    category = 2 if steps or bound_moves or strategy == "date-bounded" else 1
     if req.overrides:
         category = 3
     fidelity = list(req.fidelity)
     for s in steps:
         fidelity.append(f"relaxed {s.summary} ({s.reason})")
+    if strategy == "relaxed":
+        fidelity.extend(bound_moves)
     if strategy == "date-bounded":
         fidelity.append(f"resolved with nothing newer than {_bound(req.submitted)} (the submission era)")
     if steps:
@@ -627,8 +709,8 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     outcome = LockOutcome(
         req.name, category, strategy, tuple(attempts), tuple(steps), drift, tuple(fidelity), req.overrides,
         reqs, seconds, req.python, targets, len(locked), new_hash,
-        _bound(req.submitted) if strategy in ("date-bounded",) or (strategy == "relaxed" and bound_for_relax)
-        else None, lock_path, record_path,
+        _bound(req.submitted) if strategy == "date-bounded"
+        else bound_for_relax if strategy == "relaxed" else None, lock_path, record_path,
         f"{req.name}: category {category} ({CATEGORIES[category]}) by {strategy}, {len(locked)} packages")
     _atomic_write(lock_path, result.lock_text)
     _atomic_write(record_path, render_record(outcome, stamp))
@@ -679,7 +761,7 @@ def persist_to_model_toml(req: LockRequest, steps: Sequence[relax.Step]) -> None
 
 def render_record(o: LockOutcome, stamp: dt.datetime) -> str:
     doc = tomlkit.document()
-    doc.add(tomlkit.comment("Written by 'pyrepro lock'. The outcome of locking this model; see docs/locking.md."))
+    doc.add(tomlkit.comment("Written by 'pyrepro lock'. The outcome of locking this model; see docs/lock.md."))
     doc["schema"] = RECORD_SCHEMA
     doc["model"] = o.name
     doc["category"] = o.category

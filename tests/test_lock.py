@@ -178,3 +178,95 @@ def test_lock_request__real_pdm_small_project__hash_checked_lock(tmp_path: Path)
     assert 'name = "six"' in text and "hash = \"sha256:" in text and "url =" not in text
     assert lock.check_lock_dir(d) == []
     shutil.rmtree(d)
+
+
+def test_lock_request__pinned_release_after_submission__date_bound_moved_category_2(tmp_path: Path) -> None:
+    # kgcnn_cogn: submitted 2023-05-07, but kgcnn==3.0.1 (reviewed pin) was uploaded 2023-05-22;
+    # the unbounded resolution times out, the bounded one cannot see the pin at all.
+    d = _project(tmp_path, ["kgcnn==3.0.1"])
+    seen: list[list[str]] = []
+
+    def pdm(argv, cwd, env):  # type: ignore[no-untyped-def]
+        seen.append(list(argv))
+        if "--append" in argv:
+            return Completed(tuple(argv), 0, "", "")
+        bound = argv[argv.index("--exclude-newer") + 1] if "--exclude-newer" in argv else None
+        if bound is None or bound < "2023-05-23":
+            return Completed(tuple(argv), 1, "", "ERROR: Unable to find a resolution for kgcnn\n"
+                                                 "Please make sure the package name is correct.\n")
+        proj = Path(argv[argv.index("-p") + 1])
+        h = lock.content_hash(lock.read_pyproject(proj / "pyproject.toml"))
+        (proj / "pdm.lock").write_text(GOOD_LOCK.format(h=h.removeprefix("sha256:")))
+        return Completed(tuple(argv), 0, "", "")
+
+    runner = FakeRunner()
+    runner.on(lock.pdm_command(), pdm)
+    runner.on([lock.sys.executable, "-c"], "2023-05-22\n")
+    req = lock.LockRequest("p", d, "3.10", submitted=dt.date(2023, 5, 7))
+    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"), start="date-bounded")
+    assert out.category == 2 and out.strategy == "relaxed" and out.steps == ()
+    assert [(a.strategy, a.exclude_newer, a.ok) for a in out.attempts] == [
+        ("date-bounded", "2023-05-08", False), ("relaxed", "2023-05-23", True)]
+    assert out.exclude_newer == "2023-05-23"
+    assert any("2023-05-08 -> 2023-05-23" in f and "kgcnn==3.0.1" in f for f in out.fidelity)
+    record = (d / "lock.toml").read_text()
+    assert 'exclude_newer = "2023-05-23"' in record and "released 2023-05-22" in record
+    assert lock.check_lock_dir(d) == []
+
+
+def test_lock_request__pin_released_before_bound__bound_not_moved_category_4(tmp_path: Path) -> None:
+    d = _project(tmp_path, ["kgcnn==3.0.1"])
+    runner, _ = _fake_pdm(99, "ERROR: Unable to find a resolution for kgcnn\n")
+    runner.on([lock.sys.executable, "-c"], "2023-01-02\n")  # older than the bound: not the bound's fault
+    runner.on([lock.sys.executable, "-m", "pip", "index"], "kgcnn (3.0.1)\nAvailable versions: 3.0.1, 3.0.0\n")
+    req = lock.LockRequest("p", d, "3.10", submitted=dt.date(2023, 5, 7))
+    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"), start="date-bounded")
+    assert out.category == 4 and not (d / "pdm.lock").exists()
+    assert all(a.exclude_newer == "2023-05-08" for a in out.attempts)
+
+
+def test_lock_request__interrupted_mid_lock__previous_lock_byte_identical(tmp_path: Path) -> None:
+    d = _project(tmp_path, ["six"])
+    previous = b"# previous lock \xe2\x9c\x93\r\n[metadata]\n"
+    (d / "pdm.lock").write_bytes(previous)
+    (d / "lock.toml").write_text("previous record\n")
+
+    def pdm(argv, cwd, env):  # type: ignore[no-untyped-def]
+        proj = Path(argv[argv.index("-p") + 1])
+        (proj / "pdm.lock").write_text("half a lock")  # pdm got this far, then Ctrl-C
+        raise KeyboardInterrupt
+
+    runner = FakeRunner()
+    runner.on(lock.pdm_command(), pdm)
+    with pytest.raises(KeyboardInterrupt):
+        lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=runner, python_exe=Path("/usr/bin/python3"))
+    assert (d / "pdm.lock").read_bytes() == previous
+    assert (d / "lock.toml").read_text() == "previous record\n"
+    assert sorted(p.name for p in d.iterdir()) == ["lock.toml", "pdm.lock", "pyproject.toml"]
+
+
+def test_lock_request__failed_lock__previous_lock_byte_identical_and_errors_recorded(tmp_path: Path) -> None:
+    d = _project(tmp_path, ["matbench==0.1.0"])
+    previous = b"[metadata]\ncontent_hash = \"sha256:00\"\n"
+    (d / "pdm.lock").write_bytes(previous)
+    msg = (MSG / "pdm" / "missing_version.txt").read_text()
+    runner, _ = _fake_pdm(99, msg)
+    runner.on([lock.sys.executable, "-m", "pip", "index"], "ERROR: No matching distribution found for zzz\n",
+              returncode=1)
+    out = lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=runner, python_exe=Path("/usr/bin/python3"))
+    assert out.category == 4 and (d / "pdm.lock").read_bytes() == previous
+    record = (d / "lock.toml").read_text()
+    assert 'category_label = "failed"' in record and "[[attempts]]" in record and "ok = false" in record
+
+
+def test_lock_request__overrides__category_3_with_fidelity(tmp_path: Path) -> None:
+    d = _project(tmp_path, ["six==1.17.0"])
+    runner, _ = _fake_pdm(0, "")
+    req = lock.LockRequest("p", d, "3.10", overrides=(("six", "==1.17.0", "needed by the scripts"),),
+                           fidelity=("reviewed pin six==1.17.0: needed by the scripts",))
+    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"))
+    assert out.category == 3 and out.strategy == "as-declared"
+    record = (d / "lock.toml").read_text()
+    assert "category = 3" in record and 'name = "six"' in record and "needed by the scripts" in record
+    import tomllib
+    assert tomllib.loads(record)["packages"] == 1

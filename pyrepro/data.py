@@ -241,35 +241,42 @@ def fixture_files() -> dict[str, bytes]:
     return files
 
 
+def _is_current(dest: Path, digest: str) -> bool:
+    try:
+        return bool(json.loads((dest / "FIXTURE.json").read_text())["digest"] == digest)
+    except (ValueError, KeyError, TypeError, OSError):
+        return False
+
+
 def write_fixture(dest: Path) -> Fixture:
-    """Write the fixture under ``dest`` atomically (a temp dir renamed into place)."""
+    """Write the fixture under ``dest`` atomically (a temp dir renamed into place).
+
+    A ``dest`` already holding this fixture (same digest) is left alone; anything else there is
+    replaced. Safe against a concurrent writer of the same fixture: the loser keeps the winner's.
+    """
     files = fixture_files()
     manifest = json.loads(files["FIXTURE.json"])
     dest = Path(dest)
-    if (dest / "FIXTURE.json").is_file():
-        try:
-            if json.loads((dest / "FIXTURE.json").read_text())["digest"] == manifest["digest"]:
-                return _fixture(dest, manifest)
-        except (ValueError, KeyError, OSError):
-            pass
+    if _is_current(dest, manifest["digest"]):
+        return _fixture(dest, manifest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}."))
+    old = tmp.with_name(tmp.name + ".old")
     try:
         for rel, data in files.items():
             p = tmp / rel
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_bytes(data)
-        if dest.exists():
-            old = dest.with_name(f".{dest.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(dest, old)
+        try:
+            if dest.exists():
+                os.replace(dest, old)
             os.replace(tmp, dest)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, dest)
-    except BaseException:
+        except OSError:
+            if not _is_current(dest, manifest["digest"]):
+                raise
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        shutil.rmtree(old, ignore_errors=True)
     return _fixture(dest, manifest)
 
 

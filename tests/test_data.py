@@ -227,3 +227,16 @@ def test_data_cli__fetch_json__reports_hash(tmp_path: Path, monkeypatch: pytest.
     assert main(["data", "fetch", "ssub", "--out", str(tmp_path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["sha256"] == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" and out["pinned"] is False
+
+
+def test_write_fixture__concurrent_writers__one_valid_folder_no_leftovers(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    (tmp_path / "fx").mkdir()
+    (tmp_path / "fx" / "stale").write_text("an older fixture")
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: data.write_fixture(tmp_path / "fx"), range(4)))
+    assert len({r.digest for r in results}) == 1
+    assert json.loads((tmp_path / "fx" / "FIXTURE.json").read_text())["digest"] == results[0].digest
+    assert not (tmp_path / "fx" / "stale").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["fx"]

@@ -239,7 +239,7 @@ def with_dependencies(pyproject_text: str, reqs: Sequence[str]) -> str:
     arr.multiline(True)
     for r in reqs:
         arr.append(r)
-    doc.setdefault("project", tomlkit.table())["dependencies"] = arr  # type: ignore[index]
+    doc.setdefault("project", tomlkit.table())["dependencies"] = arr
     return tomlkit.dumps(doc)
 
 
@@ -747,14 +747,14 @@ def persist_to_model_toml(req: LockRequest, steps: Sequence[relax.Step]) -> None
                 extra.append(s.after)
     _atomic_write(req.model_toml, tomlkit.dumps(doc))
     try:
-        from pyrepro import generate as gen  # type: ignore[attr-defined]
+        from pyrepro import generate as gen
         from pyrepro.registry import parse_model
     except ImportError as exc:
         raise ResolutionError(
             f"{req.model_toml}: relaxation recorded in [dependencies], but pyrepro.generate is not available "
             "to regenerate pyproject.toml", hint=f"run: pyrepro generate {req.name}") from exc
-    spec = parse_model(req.model_toml)
-    _atomic_write(req.project_dir / "pyproject.toml", gen.render_pyproject(spec))
+    model_spec = parse_model(req.model_toml)
+    _atomic_write(req.project_dir / "pyproject.toml", gen.render_pyproject(model_spec))
 
 
 # --------------------------------------------------------------------------- record

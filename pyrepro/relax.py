@@ -287,7 +287,7 @@ def diagnose(text: str) -> tuple[Problem, ...]:
     for i, line in enumerate(lines):
         m = _PDM_NO_RESOLUTION.search(line)
         if m:
-            name = canonicalize_name(m.group(1))
+            name: str = canonicalize_name(m.group(1))
             conflicts = _pdm_conflicts(lines, i)
             block = "\n".join(lines[i: i + 2 + len(conflicts)]).strip()
             if conflicts:
@@ -314,9 +314,9 @@ def diagnose(text: str) -> tuple[Problem, ...]:
     if head or _PIP_RESOLUTION_IMPOSSIBLE.search(text):
         reqs: list[str] = []
         for line in lines:
-            um = _PIP_USER_REQ.match(line)
-            if um:
-                reqs.append(f"{um.group(1)} (from project)")
+            user_m = _PIP_USER_REQ.match(line)
+            if user_m:
+                reqs.append(f"{user_m.group(1)} (from project)")
                 continue
             dm = _PIP_DEPENDS.match(line)
             if dm:

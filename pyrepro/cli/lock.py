@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
                 raise UsageError(f"--submitted {submitted!r}: write a date like 2023-05-02") from exc
             req = lock.LockRequest(name=project.name, project_dir=project.resolve(), python=python,
                                    submitted=date)
-            outcome = lock.lock_request(req, progress=CliProgress(enabled=not as_json), start=strategy,  # type: ignore[arg-type]
+            outcome = lock.lock_request(req, progress=CliProgress(enabled=not as_json), start=strategy,
                                         timeout=timeout * 60, aarch64=aarch64)
             _report([outcome], as_json)
             return
@@ -73,7 +73,7 @@ def register(app: typer.Typer) -> None:
         progress = CliProgress(enabled=not as_json)
         outcomes = []
         for spec in specs:
-            outcomes.append(lock.lock_model(spec, paths, progress=progress, start=strategy,  # type: ignore[arg-type]
+            outcomes.append(lock.lock_model(spec, paths, progress=progress, start=strategy,
                                             timeout=timeout * 60, aarch64=aarch64))
         _report(outcomes, as_json)
 

@@ -270,3 +270,35 @@ def test_lock_request__overrides__category_3_with_fidelity(tmp_path: Path) -> No
     assert "category = 3" in record and 'name = "six"' in record and "needed by the scripts" in record
     import tomllib
     assert tomllib.loads(record)["packages"] == 1
+
+
+def test_later_bound__real_kgcnn_message__bound_after_pin_upload() -> None:
+    # pdm 2.29.4, kgcnn_cogn locked with --exclude-newer 2023-05-07 (kgcnn 3.0.1 was uploaded 2023-05-22)
+    probs = relax.diagnose((MSG / "pdm" / "date_bound_hides_pin.txt").read_text())
+    assert [(p.kind, p.package) for p in probs] == [("not-found", "kgcnn")]
+    runner = FakeRunner().on([lock.sys.executable, "-c"], "2023-05-22\n")
+    moved = lock._later_bound(probs, ("kgcnn==3.0.1", "numpy<1.24"), "2023-05-07", runner=runner)
+    assert moved is not None and moved[0] == "2023-05-23" and "kgcnn==3.0.1" in moved[1]
+    assert runner.calls[0][0][-3:] == ("kgcnn", "3.0.1", "https://pypi.org/simple")
+    # an unpinned requirement is not the date bound's fault
+    assert lock._later_bound(probs, ("kgcnn",), "2023-05-07", runner=runner) is None
+
+
+def test_bench_lock__records__seconds_per_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+    import sys
+    spec = importlib.util.spec_from_file_location("bench_lock", REPO / "bench" / "lock.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    d = _project(tmp_path, ["six"])
+    runner, _ = _fake_pdm(1, "ERROR: Unable to find a resolution for six\n")
+    lock.lock_request(lock.LockRequest("p", d, "3.10", submitted=dt.date(2023, 1, 14)), runner=runner,
+                      python_exe=Path("/usr/bin/python3"))
+    (tmp_path / "unlocked").mkdir()
+    rows = mod.rows(tmp_path)
+    assert [(r["model"], r["category"], len(r["attempts"])) for r in rows] == [("proj", 2, 2), ("unlocked", None, 0)]
+    sys.argv = ["bench/lock.py", str(tmp_path)]
+    mod.main()
+    out = capsys.readouterr().out
+    assert "proj" in out and "date-bounded<2023-01-15" in out and "(no lock.toml)" in out

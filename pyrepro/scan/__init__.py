@@ -142,7 +142,7 @@ def _walk(root: Path, warnings: list[Warning_]) -> list[Path]:
             seen.add((st.st_dev, st.st_ino))
         except OSError:
             pass
-        dirnames[:] = sorted(n for n in dirnames if n not in SKIP_DIRS and not n.startswith(".") or n == ".")
+        dirnames[:] = sorted(n for n in dirnames if (n not in SKIP_DIRS and not n.startswith(".")) or n == ".")
         for n in sorted(filenames):
             files.append(d / n)
     return files
@@ -155,10 +155,37 @@ def _rel(p: Path, root: Path) -> str:
         return p.as_posix()
 
 
-def _is_local(module: str, script_dir: Path) -> bool:
-    top = module.split(".")[0]
-    return (script_dir / f"{top}.py").is_file() or (script_dir / top).is_dir() or \
-        any((script_dir / f"{top}{ext}").is_file() for ext in (".so", ".pyd", ".pyx"))
+_LOCAL_EXTS = (".py", ".so", ".pyd", ".pyx")
+
+
+def _local_names(script_dir: Path) -> frozenset[str]:
+    """Top-level module names a script in ``script_dir`` can import from next to itself:
+    ``x.py``, extension modules (``x.so``, ``x.cpython-310-x86_64-linux-gnu.so``, ``x.pyd``,
+    ``x.pyx``) and folders. One directory listing (the scanner caches it per folder)."""
+    names: set[str] = set()
+    try:
+        with os.scandir(script_dir) as it:
+            for e in it:
+                try:
+                    if e.is_dir():
+                        names.add(e.name)
+                    elif e.name.endswith(_LOCAL_EXTS) and e.is_file():
+                        names.add(e.name.split(".", 1)[0])
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return frozenset(names)
+
+
+def _is_local(module: str, script_dir: Path, cache: dict[Path, frozenset[str]] | None = None) -> bool:
+    """Does ``module`` resolve to a file or folder next to the importing script?"""
+    if cache is None:
+        cache = {}
+    names = cache.get(script_dir)
+    if names is None:
+        names = cache[script_dir] = _local_names(script_dir)
+    return module.split(".")[0] in names
 
 
 def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = ()) -> ScanResult:
@@ -178,6 +205,7 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = ()) -
     declared: list[meta.Declared] = []
     py2: list[Warning_] = []
     local_mods: set[str] = set()
+    dir_names: dict[Path, frozenset[str]] = {}
     n_files = n_lines = 0
 
     def add_code(text: str, rel: str, script_dir: Path, cell: int | None = None) -> None:
@@ -196,7 +224,7 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = ()) -
                 continue
             if top in stdlib or top == "__future__":
                 continue
-            if _is_local(imp.module, script_dir):
+            if _is_local(imp.module, script_dir, dir_names):
                 local_mods.add(top)
                 continue
             key = imp.module if imp.module.split(".")[0] in ("google", "tensorflow") else top
@@ -263,9 +291,9 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = ()) -
         elif shell.is_shell_file(name, data[:200]):
             text = data.decode("utf-8", errors="replace")
             sh = shell.scan_shell(text)
-            for c in sh.commands:
-                if c.tool in RUNTIME_TOOLS or c.tool.startswith("python"):
-                    tools.append(Tool(c.tool, " ".join(c.argv)[:200], Location(rel, c.line)))
+            for sc in sh.commands:
+                if sc.tool in RUNTIME_TOOLS or sc.tool.startswith("python"):
+                    tools.append(Tool(sc.tool, " ".join(sc.argv)[:200], Location(rel, sc.line)))
             for interp, script, line in sh.entry_points:
                 entries.append(EntryPoint(interp, script, Location(rel, line)))
 

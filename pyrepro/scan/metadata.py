@@ -136,7 +136,7 @@ def parse_info_json(text: str, path: str) -> MetaScan:
             elif not isinstance(item, str):
                 warnings.append((path, line, f"requirement {item!r} is not a string; ignored"))
     elif isinstance(req, str):
-        if FREE_TEXT.search(req) or len(req.split()) > 3 and "," not in req:
+        if FREE_TEXT.search(req) or (len(req.split()) > 3 and "," not in req):
             warnings.append((path, line, "requirements is free text, not machine-readable; list the packages as "
                                          "[\"name==version\", ...] to have them checked"))
             for tok in re.findall(r"\b([A-Za-z][A-Za-z0-9_\-]+)\s*(?:==|>=|v)?\s*\d[\w.]*", req):

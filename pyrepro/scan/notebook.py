@@ -41,7 +41,8 @@ def code_cells(data: bytes) -> tuple[list[Cell], str | None]:
         raise NotebookError(f"not valid JSON: {exc.msg}", exc.lineno) from exc
     if not isinstance(nb, dict):
         raise NotebookError("not a notebook (the JSON top level is not an object)", 1)
-    meta = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    raw_meta = nb.get("metadata")
+    meta: dict[str, object] = raw_meta if isinstance(raw_meta, dict) else {}
     lang = None
     li = meta.get("language_info")
     if isinstance(li, dict) and isinstance(li.get("name"), str):

@@ -216,6 +216,19 @@ def _fallback(text: str, line_offset: int) -> tuple[list[RawImport], list[tuple[
 CALL_TRIGGERS = ("import_module", "__import__", "run_cell_magic", "system", "subprocess", "Popen", "popen",
                  "get_ipython", "getoutput")
 _COMPOUND_FIELDS = ("body", "orelse", "finalbody", "handlers")
+_TRIGGERS = re.compile("|".join(map(re.escape, CALL_TRIGGERS)))
+_ANY_MAGIC = re.compile(r"\n[ \t\f\v]*[!%]")  # a line starting with ! or % (not the first line)
+
+
+def _hot_lines(text: str, start: int) -> frozenset[int]:
+    """Line numbers (1-based) that mention one of ``CALL_TRIGGERS``; ``start`` is the first match."""
+    hot: set[int] = set()
+    line, pos = 1, 0
+    for m in _TRIGGERS.finditer(text, start):
+        line += text.count("\n", pos, m.start())
+        pos = m.start()
+        hot.add(line)
+    return frozenset(hot)
 
 
 def _calls_in(v: _Visitor, node: ast.AST) -> None:
@@ -252,7 +265,7 @@ def _walk_statements(v: _Visitor, body: list[ast.stmt], hot: frozenset[int] = fr
             sub = getattr(stmt, f, None)
             if sub and isinstance(sub, list) and isinstance(sub[0], (ast.stmt, ast.excepthandler)):
                 compound = True
-                _walk_statements(v, sub, hot)  # type: ignore[arg-type]
+                _walk_statements(v, sub, hot)
         if isinstance(stmt, ast.Match):
             compound = True
             for case in stmt.cases:
@@ -279,8 +292,10 @@ def _walk_statements(v: _Visitor, body: list[ast.stmt], hot: frozenset[int] = fr
 
 def parse_code(text: str, *, line_offset: int = 0, depth: int = 0) -> Parsed:
     """Imports, shell commands and warnings of one code text (see the module docstring)."""
-    clean, magic_cmds = blank_magics(text) if ("!" in text or "%" in text) else (text, [])
+    has_magic = text.lstrip(" \t\f\v").startswith(("!", "%")) or _ANY_MAGIC.search(text)
+    clean, magic_cmds = blank_magics(text) if has_magic else (text, [])
     commands = [(c, ln + line_offset) for c, ln in magic_cmds]
+    hot_re = _TRIGGERS.search(clean) if any(t in clean for t in CALL_TRIGGERS) else None
     try:
         tree = ast.parse(clean)
     except (SyntaxError, ValueError) as exc:  # ValueError: NUL bytes
@@ -294,8 +309,7 @@ def parse_code(text: str, *, line_offset: int = 0, depth: int = 0) -> Parsed:
     except (RecursionError, MemoryError):
         return Parsed((), tuple(commands), ((None, "code nests too deeply to parse; skipped"),), ())
     v = _Visitor(line_offset, depth)
-    hot = frozenset(i for i, line in enumerate(clean.split("\n"), 1) if any(t in line for t in CALL_TRIGGERS)) \
-        if any(t in clean for t in CALL_TRIGGERS) else frozenset()
+    hot = _hot_lines(clean, hot_re.start()) if hot_re else frozenset()
     try:
         _walk_statements(v, tree.body, hot)
     except RecursionError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -124,6 +125,29 @@ def test_parse_code__bang_continuation__blanked() -> None:
     assert parsed.commands[0][0].startswith("pip install a")
 
 
+def test_parse_code__magic_on_first_and_indented_lines__blanked_with_true_lines() -> None:
+    parsed = pysrc.parse_code("%matplotlib inline\nimport a\nif x:\n    !wget http://h/f\n    import b\n")
+    assert [(i.module, i.line) for i in parsed.imports] == [("a", 2), ("b", 5)]
+    assert parsed.commands == (("wget http://h/f", 4),)
+
+
+def test_parse_code__shell_call_deep_in_file__line_of_the_call() -> None:
+    code = "import os\n" + "x = 1\n" * 50 + "def f():\n    cmd = 'zip -r out.zip a'\n    os.system(cmd)\n"
+    parsed = pysrc.parse_code(code)
+    assert parsed.commands == (("zip -r out.zip a", 54),)
+
+
+def test_scan_path__extension_module_and_folder_next_to_script__local(tmp_path: Path) -> None:
+    (tmp_path / "fastmod.cpython-310-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "numpy").mkdir()  # a folder elsewhere does not hide the real package
+    (tmp_path / "run.py").write_text("import fastmod\nimport helpers.io\nimport numpy\n")
+    res = scan_path(tmp_path)
+    assert res.distributions == ("numpy",)
+    assert {"fastmod", "helpers"} <= set(res.local_modules)
+
+
 def test_shell__slurm_script__entry_points_and_tools() -> None:
     sh = shell.scan_shell("#!/bin/bash\n#SBATCH -N 1\nmodule load cuda\ncd /wrk/x && python3 run.py --x 1\n"
                           "git clone https://g/x.git\nwget http://x/y\nipython nb.py\n")
@@ -152,10 +176,8 @@ def test_parse_code__any_text__never_raises(text: str) -> None:
 @settings(max_examples=100, deadline=None)
 @given(st.binary(max_size=300))
 def test_parsers__any_bytes__never_raise(data: bytes) -> None:
-    try:
+    with contextlib.suppress(notebook.NotebookError):
         notebook.code_cells(data)
-    except notebook.NotebookError:
-        pass
     text = data.decode("latin-1")
     shell.scan_shell(text)
     for parse in metadata.PARSERS.values():

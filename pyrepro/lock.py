@@ -52,7 +52,7 @@ from pyrepro.progress import NULL_PROGRESS, Progress
 from pyrepro.registry import ModelSpec
 from pyrepro.types import Location
 
-Strategy = Literal["as-declared", "date-bounded", "relaxed"]
+Strategy = Literal["as-declared", "date-bounded", "relaxed", "reused"]
 STRATEGIES: tuple[Strategy, ...] = ("as-declared", "date-bounded", "relaxed")
 CATEGORIES = {
     1: "as declared",
@@ -857,7 +857,67 @@ def lock_model(spec: ModelSpec, paths: Paths, runner: Runner = proc.run, *,
                         persist=persist_to_model_toml)
 
 
+def reuse_lock(spec: ModelSpec, source: ModelSpec, *, progress: Progress = NULL_PROGRESS,
+               now: Callable[[], dt.datetime] | None = None) -> LockOutcome:
+    """Give ``spec`` the pdm.lock of ``source`` without resolving again, which pdm itself
+    would accept: both pyprojects must have the same pdm content hash (same dependencies,
+    requires-python, sources, resolution settings) and ``source``'s lock must pass
+    ``--check``. The record says where the lock came from; the category is this model's
+    own (3 when it has reviewed pins)."""
+    req = LockRequest.from_spec(spec)
+    label = f"lock {spec.name}"
+    progress.start(label, total=None)
+    t0 = time.monotonic()
+    src_dir = source.dir
+    own_py = req.project_dir / "pyproject.toml"
+    if not own_py.is_file():
+        raise NotFoundError(f"{own_py} does not exist", hint=f"generate it first: pyrepro generate {spec.name}")
+    problems = check_lock_dir(src_dir)
+    if problems:
+        raise ResolutionError(f"cannot reuse the lock of {source.name}: " + "; ".join(p.message for p in problems),
+                              hint=f"relock it first: pyrepro lock {source.name}")
+    src_text = (src_dir / "pdm.lock").read_text(encoding="utf-8")
+    src_hash = tomllib.loads(src_text).get("metadata", {}).get("content_hash", "")
+    own_hash = content_hash(read_pyproject(own_py))
+    if own_hash != src_hash:
+        raise ResolutionError(
+            f"cannot reuse the lock of {source.name} for {spec.name}: content hash {own_hash} of {own_py} "
+            f"differs from {src_hash} (different dependencies, requires-python, sources or resolution "
+            "settings); pdm would treat the lock as stale", hint=f"lock it on its own: pyrepro lock {spec.name}")
+    src_rec = read_record(src_dir) or {}
+    if str(src_rec.get("python", req.python)) != req.python:
+        raise ResolutionError(f"cannot reuse the lock of {source.name}: it targets Python {src_rec.get('python')}, "
+                              f"{spec.name} needs {req.python}")
+    bound = src_rec.get("exclude_newer")
+    fidelity = list(req.fidelity)
+    fidelity += [f for f in src_rec.get("fidelity", []) if f.startswith(("date bound", "resolved with", "relaxed "))]
+    fidelity.append(f"lock reused from {source.name} (identical pdm content hash {own_hash})")
+    if bound and req.submitted and bound > _bound(req.submitted):  # type: ignore[operator]
+        fidelity.append(f"{source.name}'s date bound {bound} is after this model's submission ({req.submitted})")
+    lock_data = tomllib.loads(src_text)
+    locked = read_lock_versions(src_text)
+    declared = tuple(read_pyproject(own_py).get("project", {}).get("dependencies", []))
+    category = 3 if req.overrides else int(src_rec.get("category", 1))
+    targets = tuple(t.get("platform", "") for t in lock_data.get("metadata", {}).get("targets", []))
+    outcome = LockOutcome(
+        spec.name, category, "reused", (), (),
+        compute_drift(declared, (), locked, Location(str(Path(spec.name) / "pyproject.toml"))),
+        tuple(fidelity), req.overrides, declared, time.monotonic() - t0, req.python, targets, len(locked),
+        own_hash, str(bound) if bound else None, req.project_dir / "pdm.lock", req.project_dir / "lock.toml",
+        f"{spec.name}: category {category} ({CATEGORIES[category]}), lock reused from {source.name}, "
+        f"{len(locked)} packages")
+    stamp = (now or (lambda: dt.datetime.now(dt.UTC)))().replace(microsecond=0)
+    record = render_record(outcome, stamp)
+    doc = tomlkit.parse(record)
+    doc["reused_from"] = source.name
+    doc["source_seconds"] = src_rec.get("seconds", 0.0)
+    _atomic_write(req.project_dir / "pdm.lock", src_text)
+    _atomic_write(req.project_dir / "lock.toml", tomlkit.dumps(doc))
+    progress.finish(label, f"category {category} (reused from {source.name})")
+    return outcome
+
+
 __all__ = [
     "CATEGORIES", "STRATEGIES", "Attempt", "Drift", "LockOutcome", "LockProblem", "LockRequest",
-    "check_lock", "check_lock_dir", "content_hash", "lock_model", "lock_request",
+    "check_lock", "check_lock_dir", "content_hash", "lock_model", "lock_request", "reuse_lock",
 ]

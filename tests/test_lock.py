@@ -302,3 +302,37 @@ def test_bench_lock__records__seconds_per_model(tmp_path: Path, capsys: pytest.C
     mod.main()
     out = capsys.readouterr().out
     assert "proj" in out and "date-bounded<2023-01-15" in out and "(no lock.toml)" in out
+
+
+def _two_kgcnn(tmp: Path) -> Path:
+    models = tmp / "models"
+    for name, files in (("kgcnn_cogn", ("model.toml", "pyproject.toml", "pdm.lock", "lock.toml")),
+                        ("kgcnn_megnet", ("model.toml", "pyproject.toml"))):
+        (models / name).mkdir(parents=True)
+        for f in files:
+            shutil.copy(REPO / "models" / name / f, models / name / f)
+    return models
+
+
+def test_reuse_lock__identical_content_hash__lock_copied_and_checked(tmp_path: Path) -> None:
+    reg = load_registry(_two_kgcnn(tmp_path))
+    out = lock.reuse_lock(reg.select(["kgcnn_megnet"])[0], reg.select(["kgcnn_cogn"])[0])
+    d = tmp_path / "models" / "kgcnn_megnet"
+    assert (d / "pdm.lock").read_bytes() == (tmp_path / "models" / "kgcnn_cogn" / "pdm.lock").read_bytes()
+    assert out.category == 3 and out.strategy == "reused" and out.packages > 50
+    import tomllib
+    rec = tomllib.loads((d / "lock.toml").read_text())
+    assert rec["reused_from"] == "kgcnn_cogn" and rec["model"] == "kgcnn_megnet"
+    assert any("reused from kgcnn_cogn" in f for f in rec["fidelity"])
+    assert lock.check_lock_dir(d) == []
+
+
+def test_reuse_lock__different_dependencies__refused_naming_both_hashes(tmp_path: Path) -> None:
+    models = _two_kgcnn(tmp_path)
+    py = models / "kgcnn_megnet" / "pyproject.toml"
+    py.write_text(py.read_text().replace('"pandas",', '"pandas<2",'))
+    reg = load_registry(models)
+    with pytest.raises(lock.ResolutionError) as e:
+        lock.reuse_lock(reg.select(["kgcnn_megnet"])[0], reg.select(["kgcnn_cogn"])[0])
+    assert "content hash" in str(e.value) and "kgcnn_megnet" in str(e.value)
+    assert not (models / "kgcnn_megnet" / "pdm.lock").exists()

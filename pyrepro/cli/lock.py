@@ -30,6 +30,9 @@ def register(app: typer.Typer) -> None:
         python: str | None = typer.Option(None, "--python", help="Target Python (major.minor) for --project"),
         submitted: str | None = typer.Option(None, "--submitted",
                                              help="Submission date (YYYY-MM-DD) for --project"),
+        reuse_from: str | None = typer.Option(None, "--reuse-from",
+                                              help="Copy this model's lock instead of resolving (only when "
+                                                   "both pyprojects have the same pdm content hash)"),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
     ) -> None:
         """Lock models with pdm: as declared, then date-bounded, then error-guided relaxation."""
@@ -72,6 +75,14 @@ def register(app: typer.Typer) -> None:
             return
         progress = CliProgress(enabled=not as_json)
         outcomes = []
+        if reuse_from is not None:
+            if all_ or not names:
+                raise UsageError("--reuse-from copies one model's lock to the named models; name them")
+            source = registry.select([reuse_from])[0]
+            for spec in specs:
+                outcomes.append(lock.reuse_lock(spec, source, progress=progress))
+            _report(outcomes, as_json)
+            return
         for spec in specs:
             outcomes.append(lock.lock_model(spec, paths, progress=progress, start=strategy,
                                             timeout=timeout * 60, aarch64=aarch64))

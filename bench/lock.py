@@ -60,7 +60,7 @@ def main() -> None:
             f"{t['strategy']}{'<' + str(t['exclude_newer']) if t['exclude_newer'] else ''} "
             f"{float(t['seconds'] or 0):.0f}s {'ok' if t['ok'] else 'fail'}"
             for t in r["attempts"])  # type: ignore[attr-defined]
-        print(f"{r['model']:<17} {r['category']:>3} {str(r['strategy']):<12} {r['packages']:>4} {secs:>8.1f}  {tries}")
+        print(f"{r['model']:<17} {r['category']:>3} {r['strategy']!s:<12} {r['packages']:>4} {secs:>8.1f}  {tries}")
     print(f"{'total':<17} {'':>3} {'':<12} {'':>4} {total:>8.1f}")
 
 

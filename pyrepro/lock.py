@@ -892,7 +892,7 @@ def reuse_lock(spec: ModelSpec, source: ModelSpec, *, progress: Progress = NULL_
     fidelity = list(req.fidelity)
     fidelity += [f for f in src_rec.get("fidelity", []) if f.startswith(("date bound", "resolved with", "relaxed "))]
     fidelity.append(f"lock reused from {source.name} (identical pdm content hash {own_hash})")
-    if bound and req.submitted and bound > _bound(req.submitted):  # type: ignore[operator]
+    if bound and req.submitted and bound > _bound(req.submitted):
         fidelity.append(f"{source.name}'s date bound {bound} is after this model's submission ({req.submitted})")
     lock_data = tomllib.loads(src_text)
     locked = read_lock_versions(src_text)

@@ -16,6 +16,7 @@ complete. A patch change restages only the source; nothing changed is a cache hi
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -30,7 +31,7 @@ from pathlib import Path
 from pyrepro import patches, proc, sources
 from pyrepro.backends import BuiltModel
 from pyrepro.errors import BuildError, InputError, NotFoundError
-from pyrepro.lock import find_python
+from pyrepro.interpreters import find_python
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner
 from pyrepro.progress import NULL_PROGRESS, Progress
@@ -131,9 +132,10 @@ def _complete(path: Path) -> dict[str, object] | None:
     marker = path / COMPLETE
     if marker.is_file():
         try:
-            return json.loads(marker.read_text())
+            info = json.loads(marker.read_text())
         except ValueError:
             return None
+        return info if isinstance(info, dict) else None
     return None
 
 
@@ -170,7 +172,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
     info = _complete(final)
     if info is not None:
         return final, key, str(info.get("python", spec.python)), True
-    python = find_python(spec.python)
+    python = find_python(spec.python, runner=runner)
     pkgs = locked_packages(spec.dir / "pdm.lock", spec.python, platform or host_platform())
     final.parent.mkdir(parents=True, exist_ok=True)
     if final.exists():  # an incomplete leftover of an interrupted build
@@ -300,10 +302,8 @@ def gc(paths: Paths, specs: list[ModelSpec], *, dry_run: bool = False) -> list[P
     """Remove environments, staged sources and launchers that no registry entry references."""
     keep: set[str] = set()
     for s in specs:
-        try:
+        with contextlib.suppress(NotFoundError):  # not locked yet: no environment to keep
             keep.add(f"{s.name}-{env_key(s)}")
-        except NotFoundError:
-            pass
         keep.add(f"{s.name}-{src_key(s, patches.load_series(paths.patch_dir(s.name)))}")
     removed = []
     for sub in ("envs", "staged"):

@@ -1,0 +1,85 @@
+"""Find a CPython interpreter by ``major.minor`` (never a hard-coded path in tracked files).
+
+Search order: ``$PYENV_ROOT/versions`` (default ``~/.pyenv/versions``), newest patch release
+first; then ``python{major.minor}`` on ``PATH``; then ``python3`` on ``PATH`` if it reports
+the wanted version. Every candidate is checked by running it (``sys.version_info``), so a
+broken pyenv folder is skipped rather than used.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyrepro import proc
+from pyrepro.errors import MissingToolError, UsageError
+from pyrepro.proc import Runner
+
+_VERSION = re.compile(r"^3\.\d+$")
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    path: Path
+    version: str  # full, e.g. "3.10.13"
+    origin: str  # "pyenv" | "path"
+
+
+def _patch_key(p: Path) -> tuple[int, ...]:
+    parts = p.name.split(".")
+    return tuple(int(x) if x.isdigit() else -1 for x in parts)
+
+
+def _probe(exe: Path, runner: Runner) -> str | None:
+    try:
+        res = runner([str(exe), "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"], timeout=30)
+    except Exception:  # an interpreter that cannot start is simply not a candidate
+        return None
+    if getattr(res, "returncode", 1) != 0:
+        return None
+    out = (getattr(res, "stdout", "") or "").strip()
+    return out if re.fullmatch(r"\d+\.\d+\.\d+", out) else None
+
+
+def candidates(version: str) -> list[tuple[Path, str]]:
+    """Paths that may be CPython ``version`` (unverified), in search order."""
+    out: list[tuple[Path, str]] = []
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    if root.is_dir():
+        found = [d for d in root.glob(f"{version}.*") if re.fullmatch(rf"{re.escape(version)}\.\d+", d.name)]
+        for d in sorted(found, key=_patch_key, reverse=True):
+            exe = d / "bin" / "python"
+            if exe.is_file():
+                out.append((exe, "pyenv"))
+    for name in (f"python{version}", "python3"):
+        w = proc.which(name)
+        if w:
+            out.append((Path(w), "path"))
+    return out
+
+
+def find_interpreter(version: str, *, runner: Runner = proc.run) -> Interpreter:
+    """The first working CPython ``version`` (``"3.10"``); MissingToolError names how to get it."""
+    if not _VERSION.match(version):
+        raise UsageError(f"python version must be major.minor like '3.10', got {version!r}")
+    seen: set[Path] = set()
+    tried = []
+    for exe, origin in candidates(version):
+        if exe in seen:
+            continue
+        seen.add(exe)
+        full = _probe(exe, runner)
+        tried.append(f"{exe} ({full or 'does not run'})")
+        if full and full.rsplit(".", 1)[0] == version:
+            return Interpreter(exe, full, origin)
+    where = "; tried " + ", ".join(tried) if tried else ""
+    raise MissingToolError(
+        f"no Python {version} interpreter found (pyenv versions, python{version} or python3 on PATH){where}",
+        hint=f"install it, e.g. 'pyenv install {version}' (or your distribution's python{version} package)",
+    )
+
+
+def find_python(version: str, *, runner: Runner = proc.run) -> Path:
+    return find_interpreter(version, runner=runner).path

@@ -161,6 +161,16 @@ def test_metadata__info_json_broken__warning_with_line() -> None:
     assert ms.declared == () and ms.warnings[0][1] is not None and "not valid JSON" in ms.warnings[0][2]
 
 
+def test_metadata__requirements_txt_odd_lines__names_kept_with_warnings() -> None:
+    text = "numpy=1.2=py38_0\n-r other.txt\nalignn (GitHub version)\nx @ file:///home/u/x\ngit+https://h/y.git\n"
+    ms = metadata.parse_requirements_txt(text, "requirements.txt")
+    assert [d.name for d in ms.declared] == ["numpy", "alignn", "x"]
+    msgs = {line: msg for _, line, msg in ms.warnings}
+    assert sorted(msgs) == [2, 3, 4, 5]
+    assert "not followed" in msgs[2] and "took the name 'alignn'" in msgs[3]
+    assert "local file" in msgs[4] and "without #egg=" in msgs[5]
+
+
 def test_notebook__v3_and_v4__code_cells_only() -> None:
     v4 = json.dumps({"cells": [{"cell_type": "markdown", "source": "x"}, {"cell_type": "code", "source": ["a\n", "b"]}]})
     cells, _ = notebook.code_cells(v4.encode())

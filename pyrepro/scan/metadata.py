@@ -66,6 +66,8 @@ def _req(s: str, path: str, line: int | None, warnings: list[tuple[str, int | No
         warnings.append((path, line, f"{s[:80]!r} is a VCS/editable entry without #egg=; ignored"))
         return None
     if s.startswith("-"):
+        if re.match(r"^(-r|-c|--requirement|--constraint)\b", s):
+            warnings.append((path, line, f"{s[:80]!r} names another requirements file; not followed (scan it too)"))
         return None
     try:
         r = Requirement(s)
@@ -75,6 +77,9 @@ def _req(s: str, path: str, line: int | None, warnings: list[tuple[str, int | No
         if not m:
             warnings.append((path, line, f"cannot read requirement {s[:80]!r}"))
             return None
+        if s[m.end():].strip() and not re.fullmatch(r"=[\w.*+!]+", s[m.end():].strip()):  # not a conda build string
+            warnings.append((path, line, f"cannot read requirement {s[:80]!r} completely; took the name "
+                                         f"{m.group(1)!r}"))
         return Declared(canonicalize_name(m.group(1)), s, path, line)
     if r.url and r.url.startswith("file:"):
         warnings.append((path, line, f"{r.name} points at a local file ({r.url[:60]}); not installable as written"))

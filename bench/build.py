@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pyrepro.backends import local
+from pyrepro.backends import BuiltModel, local
 from pyrepro.paths import Paths
 from pyrepro.registry import load_registry
 
@@ -48,7 +48,7 @@ def measure(model: str, mirror: Path | None, work: Path) -> dict[str, object]:
         mirror = Paths.discover().default_mirror()
     spec = load_registry(paths.models).get(model)
 
-    def timed() -> tuple[float, local.BuiltModel]:
+    def timed() -> tuple[float, BuiltModel]:
         t0 = time.monotonic()
         b = local.build(spec, paths, mirror=mirror)
         return time.monotonic() - t0, b

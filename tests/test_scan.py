@@ -131,6 +131,29 @@ def test_parse_code__magic_on_first_and_indented_lines__blanked_with_true_lines(
     assert parsed.commands == (("wget http://h/f", 4),)
 
 
+@pytest.mark.parametrize(("cell", "imports", "commands"), [
+    ("%%bash\npip install foo\n# c\nwget http://x\n", [], [("pip install foo", 2), ("wget http://x", 4)]),
+    ("%%script bash --bg\nzip -r a.zip x\n", [], [("zip -r a.zip x", 2)]),
+    ("\n%%time\nimport numpy\n", [("numpy", 3)], []),
+    ("%%writefile notes.txt\nimport me\n", [], []),
+    ("%%writefile train.py\n\nimport torch\n", [("torch", 3)], []),
+    ("%%html\n<b>import x</b>\n", [], []),
+])
+def test_parse_code__cell_magic__body_read_by_kind(cell: str, imports: list[tuple[str, int]],
+                                                   commands: list[tuple[str, int]]) -> None:
+    parsed = pysrc.parse_code(cell)
+    assert [(i.module, i.line) for i in parsed.imports] == imports
+    assert list(parsed.commands) == commands
+    assert parsed.warnings == ()
+
+
+def test_parse_code__run_cell_magic_bash__shell_commands_at_file_lines() -> None:
+    code = "x = 1\nget_ipython().run_cell_magic('bash', '', 'pip install a\\nzip x.zip y\\n')\n"
+    parsed = pysrc.parse_code(code)
+    assert parsed.imports == ()
+    assert [c for c in parsed.commands if c[0] != "ipython"] == [("pip install a", 2), ("zip x.zip y", 3)]
+
+
 def test_parse_code__shell_call_deep_in_file__line_of_the_call() -> None:
     code = "import os\n" + "x = 1\n" * 50 + "def f():\n    cmd = 'zip -r out.zip a'\n    os.system(cmd)\n"
     parsed = pysrc.parse_code(code)

@@ -8,6 +8,9 @@
   in the body of a ``try`` whose handlers catch ImportError (or everything): then optional;
 * ``importlib.import_module("x")`` and ``__import__("x")`` with a literal count;
 * the code strings of ``get_ipython().run_cell_magic(name, line, code)`` are parsed too;
+* cell magics by kind (``%%bash``/``%%sh``/``%%script bash`` bodies are shell commands,
+  ``%%writefile x.py`` is Python, ``%%html`` and other languages are skipped, ``%%time`` and
+  friends are Python);
 * literal shell commands (``os.system``, ``subprocess.*``) are kept as runtime commands;
 * when the code does not parse (Python 2, syntax errors), a tokenizer/line-level fallback
   still finds ``import`` lines, with a warning naming the line.
@@ -159,8 +162,10 @@ class _Visitor(ast.NodeVisitor):
                 self.imports.append(RawImport(mod, self._line(node), self.optional > 0, dynamic=True))
         elif name == "run_cell_magic" and len(node.args) >= 3:
             code = _const_str(node.args[2])
+            magic, magic_arg = _const_str(node.args[0]) or "", _const_str(node.args[1]) or ""
             if code is not None and self.depth < 3:
-                sub = parse_code(code, line_offset=self._line(node) - 1, depth=self.depth + 1)
+                sub = cell_magic_body(magic, magic_arg, code, 1, line_offset=self._line(node) - 1, depth=self.depth) or \
+                    parse_code(code, line_offset=self._line(node) - 1, depth=self.depth + 1)
                 self.imports.extend(RawImport(i.module, i.line, i.optional or self.optional > 0, i.relative, i.dynamic)
                                     for i in sub.imports)
                 self.commands.extend(sub.commands)
@@ -290,8 +295,46 @@ def _walk_statements(v: _Visitor, body: list[ast.stmt], hot: frozenset[int] = fr
                 _calls_in(v, stmt)
 
 
+SHELL_CELL_MAGICS = {"bash", "sh", "system", "script"}
+FOREIGN_CELL_MAGICS = {"html", "javascript", "js", "latex", "markdown", "svg", "perl", "ruby", "writefile", "file",
+                       "sql", "R", "julia"}
+_CELL_MAGIC = re.compile(r"\A(?:[ \t]*\n)*[ \t]*%%(\w+)([^\n]*)(?:\n|\Z)")
+
+
+def _shell_lines(body: str, first_line: int) -> list[tuple[str, int]]:
+    """Non-empty, non-comment lines of a shell body, with file line numbers."""
+    return [(ln.strip(), i) for i, ln in enumerate(body.split("\n"), first_line)
+            if ln.strip() and not ln.strip().startswith("#")]
+
+
+def cell_magic_body(name: str, arg: str, body: str, first_line: int, *, line_offset: int = 0,
+                    depth: int = 0) -> Parsed | None:
+    """A cell magic's body by kind: shell magics (``%%bash``, ``%%script sh``) give shell
+    commands; ``%%writefile x.py`` is Python, ``%%writefile x.sh`` shell, other written files and
+    foreign languages (``%%html``, ``%%javascript``) give nothing; None for Python-bodied magics
+    (``%%time``, ``%%capture``), which the caller parses as code."""
+    argv = arg.split()
+    if name in SHELL_CELL_MAGICS and (name != "script" or (argv and argv[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh"))):
+        return Parsed((), tuple(_shell_lines(body, first_line + line_offset)), (), ())
+    if name in ("writefile", "file"):
+        target = next((a for a in argv if not a.startswith("-")), "")
+        if target.endswith(".py"):
+            return parse_code("\n" * (first_line - 1) + body, line_offset=line_offset, depth=depth + 1)
+        if target.endswith((".sh", ".bash")):
+            return Parsed((), tuple(_shell_lines(body, first_line + line_offset)), (), ())
+        return Parsed((), (), (), ())
+    if name in FOREIGN_CELL_MAGICS or name == "script":
+        return Parsed((), (), (), ())
+    return None
+
+
 def parse_code(text: str, *, line_offset: int = 0, depth: int = 0) -> Parsed:
     """Imports, shell commands and warnings of one code text (see the module docstring)."""
+    if depth < 3 and "%%" in text and (cm := _CELL_MAGIC.match(text)):
+        first = text.count("\n", 0, cm.end()) + 1 if cm.group(0).endswith("\n") else text.count("\n") + 2
+        done = cell_magic_body(cm.group(1), cm.group(2), text[cm.end():], first, line_offset=line_offset, depth=depth)
+        if done is not None:
+            return done
     has_magic = text.lstrip(" \t\f\v").startswith(("!", "%")) or _ANY_MAGIC.search(text)
     clean, magic_cmds = blank_magics(text) if has_magic else (text, [])
     commands = [(c, ln + line_offset) for c, ln in magic_cmds]

@@ -61,6 +61,14 @@ def _environment_index(pyenv: Sequence[Path]) -> dict[str, str]:
     return index
 
 
+def module_alias(name: str) -> str | None:
+    """The canonical distribution of an exact module name in the reviewed mapping
+    (``sklearn`` -> ``scikit-learn``), or None. For declared names that are really imports."""
+    modules = _mapping()[0]
+    dist = modules.get(name)
+    return canonicalize_name(dist) if dist else None
+
+
 class Resolver:
     """Resolves module names with the chain above (the environment index is built once)."""
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from pyrepro.resolve import module_alias
+
 CONDA_NAMES = {"py-xgboost-gpu": "xgboost", "py-xgboost": "xgboost", "py-xgboost-cpu": "xgboost",
                "pytorch": "torch", "pytorch-gpu": "torch", "pytorch-cpu": "torch", "tensorflow-gpu": "tensorflow",
                "py-lightgbm": "lightgbm", "pytorch-lightning": "pytorch-lightning", "pyg": "torch-geometric",
@@ -30,6 +32,8 @@ CONDA_SYSTEM = re.compile(
     r"gcc.*|gxx.*|icu|expat|pcre.*|krb5|c-ares|yaml|jpeg|giflib|freetype|fontconfig|glib|gst.*|qt.*|"
     r"dbus|nspr|nss|pthread-stubs|xorg-.*|x264|ffmpeg|hdf5|openjpeg|lz4-c|zstd|snappy|brotli.*|"
     r"lerc|libdeflate|jbig|pixman|cairo|harfbuzz|graphite2|mpfr|gmp|mpc)$")
+# Names people list among their software that no installer provides as a Python distribution.
+NOT_PACKAGES = frozenset({"python", "python3", "python2", "pip", "conda", "cuda", "cudatoolkit", "cudnn"})
 FREE_TEXT = re.compile(r"[^\w.,\-\[\]<>=!~ \t;:@/+*'\"]")
 
 
@@ -99,8 +103,15 @@ def parse_software_used(text: str, path: str) -> MetaScan:
         return MetaScan((), ())
     items = sw if isinstance(sw, list) else str(sw).split(",") if isinstance(sw, str) else []
     line = _line_of(text, "software_used")
-    out = [_conda(d) for s in items if isinstance(s, str) and (d := _req(s, path, line, warnings))]
-    return MetaScan(tuple(out), tuple(warnings))
+    out = [_alias(_conda(d)) for s in items if isinstance(s, str) and (d := _req(s, path, line, warnings))]
+    return MetaScan(tuple(d for d in out if d.name not in NOT_PACKAGES), tuple(warnings))
+
+
+def _alias(d: Declared) -> Declared:
+    """``software_used`` often names the import rather than the distribution (``sklearn``):
+    an exact module name of the reviewed mapping becomes its distribution."""
+    mapped = module_alias(d.spec.strip()) or module_alias(d.name)
+    return Declared(mapped, d.spec, d.path, d.line) if mapped and mapped != d.name else d
 
 
 def _conda(d: Declared) -> Declared:
@@ -152,7 +163,7 @@ def parse_info_json(text: str, path: str) -> MetaScan:
                     out.append(d)
     else:
         warnings.append((path, line, f"requirements has an unexpected type {type(req).__name__}; ignored"))
-    return MetaScan(tuple(out), tuple(warnings))
+    return MetaScan(tuple(d for d in out if d.name not in NOT_PACKAGES), tuple(warnings))
 
 
 def parse_environment_yml(text: str, path: str) -> MetaScan:

@@ -1,0 +1,42 @@
+"""Declared names that are really import names or not packages at all (metadata.json, info.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pyrepro.resolve import module_alias
+from pyrepro.scan import metadata, scan_path
+
+
+def test_parse_software_used__import_names__mapped_to_distributions() -> None:
+    ms = metadata.parse_software_used(json.dumps({"software_used": "sklearn, PIL,jarvis-tools, pytorch"}),
+                                      "metadata.json")
+    assert [d.name for d in ms.declared] == ["scikit-learn", "pillow", "jarvis-tools", "torch"]
+    assert all(d.line == 1 for d in ms.declared)
+
+
+def test_parse_software_used__python_and_cuda__left_out() -> None:
+    ms = metadata.parse_software_used('{"software_used": "python,numpy,cuda, pip"}', "metadata.json")
+    assert [d.name for d in ms.declared] == ["numpy"]
+
+
+def test_parse_info_json__free_text_with_python_version__python_left_out() -> None:
+    ms = metadata.parse_info_json('{"requirements": "python 3.8 and torch 1.12 on a GPU"}', "info.json")
+    assert [d.name for d in ms.declared] == ["torch"]
+    assert "not machine-readable" in ms.warnings[0][2]
+
+
+def test_module_alias__exact_module_only() -> None:
+    assert module_alias("sklearn") == "scikit-learn"
+    assert module_alias("yaml") == "pyyaml"
+    assert module_alias("scikit-learn") is None
+    assert module_alias("google") is None
+
+
+def test_scan_path__software_used_names_the_import__not_reported_unused(tmp_path: Path) -> None:
+    (tmp_path / "run.py").write_text("from sklearn.metrics import mean_absolute_error\nimport numpy as np\n")
+    (tmp_path / "metadata.json").write_text(json.dumps({"software_used": "sklearn,numpy,python"}))
+    res = scan_path(tmp_path, python="3.10")
+    assert res.undeclared == () and res.unused_declared == ()
+    assert res.declared_names == ("numpy", "scikit-learn")

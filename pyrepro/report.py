@@ -1,10 +1,13 @@
 """``pyrepro report``: docs/STATUS.md and its JSON twin from the registry and the records.
 
 Sources, per model: ``models/<name>/model.toml`` and ``lock.toml`` (lock category, drift),
-``patches/<name>/`` (patches and categories), and this machine's cache: the latest run record
-(``<cache>/runs/<name>/latest.json``) and import check (``<cache>/imports/<name>.json``). What
-was not seen here is said to be not seen, and what cannot run here (Nix builds, GPU runs) is
-marked unverified.
+``patches/<name>/`` (patches and categories), and ``models/<name>/last-run.json``: the committed
+summary of the latest run per benchmark and of the latest import check. ``refresh_summaries``
+(run by ``pyrepro report`` unless ``--no-refresh``) updates that summary from this machine's
+cache (``<cache>/runs/<name>/latest.json``, ``<cache>/imports/<name>.json``); it keeps the
+provenance essentials only, with no machine paths, so the file can be committed and the report
+regenerated anywhere. What was not seen is said to be not seen, and what cannot run here (Nix
+builds, GPU runs) is marked unverified.
 """
 
 from __future__ import annotations
@@ -32,6 +35,79 @@ def _read_json(p: Path) -> dict[str, Any] | None:
         return None
 
 
+SUMMARY = "last-run.json"
+_RUN_KEYS = ("benchmark", "test", "started", "seconds", "exit_code", "error", "source", "lock", "patches",
+             "environment", "gpu", "data", "seeds", "outputs", "verdict")
+
+
+def _scrub(x: Any, replacements: list[tuple[str, str]]) -> Any:
+    """``x`` with machine paths replaced by placeholders (strings, recursively)."""
+    if isinstance(x, str):
+        for old, new in replacements:
+            if old:
+                x = x.replace(old, new)
+        return x
+    if isinstance(x, dict):
+        return {k: _scrub(v, replacements) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_scrub(v, replacements) for v in x]
+    return x
+
+
+def _replacements(paths: Paths) -> list[tuple[str, str]]:
+    pairs = [(str(paths.cache), "$PYREPRO_CACHE"), (str(paths.root), "$PROJECT"), (str(Path.home()), "~")]
+    return sorted(pairs, key=lambda p: -len(p[0]))
+
+
+def run_summary(record: dict[str, Any], paths: Paths) -> dict[str, Any]:
+    """The committed essentials of a run record: no command line, no logs, no machine paths."""
+    out = {k: record.get(k) for k in _RUN_KEYS}
+    env = dict(out.get("environment") or {})
+    env.pop("env_dir", None)
+    out["environment"] = env
+    if isinstance(out.get("error"), str):
+        out["error"] = out["error"][:600]
+    return dict(_scrub(out, _replacements(paths)))
+
+
+def imports_summary(rec: dict[str, Any], paths: Paths) -> dict[str, Any]:
+    results = rec.get("results", [])
+    return dict(_scrub({"env_key": rec.get("env_key"), "results": [[r[0], r[1], str(r[2])[:300]] for r in results]},
+                       _replacements(paths)))
+
+
+def refresh_summaries(registry: Registry, paths: Paths) -> list[Path]:
+    """Update ``models/<name>/last-run.json`` from this machine's cache; returns the files changed."""
+    changed = []
+    for spec in registry:
+        target = spec.dir / SUMMARY
+        old = _read_json(target) or {}
+        new: dict[str, Any] = {"schema": 1, "model": spec.name, "runs": dict(old.get("runs") or {}),
+                               "imports": old.get("imports")}
+        run = _read_json(paths.cache / "runs" / spec.name / "latest.json")
+        if run and run.get("benchmark"):
+            new["runs"][str(run["benchmark"])] = run_summary(run, paths)
+        imp = _read_json(paths.cache / "imports" / f"{spec.name}.json")
+        if imp and "results" in imp:
+            new["imports"] = imports_summary(imp, paths)
+        if not new["runs"] and not new["imports"]:
+            continue
+        new["runs"] = dict(sorted(new["runs"].items()))
+        text = json.dumps(new, indent=2, sort_keys=False) + "\n"
+        if not target.is_file() or target.read_text() != text:
+            _atomic(target, text)
+            changed.append(target)
+    return changed
+
+
+def _default_run(spec: Any, summary: dict[str, Any]) -> dict[str, Any] | None:
+    runs = summary.get("runs") or {}
+    for b in spec.benchmarks:
+        if b in runs:
+            return dict(runs[b])
+    return None
+
+
 def model_status(spec: Any, paths: Paths) -> dict[str, Any]:
     lock_toml = spec.dir / "lock.toml"
     lock: dict[str, Any] = {"category": None, "label": "not locked"}
@@ -45,8 +121,12 @@ def model_status(spec: Any, paths: Paths) -> dict[str, Any]:
         pts = [{"file": p.path.name, "category": p.category, "subject": p.subject} for p in series]
     except Exception as exc:  # a broken series is reported, not hidden
         pts = [{"file": "?", "category": "error", "subject": str(exc)}]
-    run = _read_json(paths.cache / "runs" / spec.name / "latest.json")
-    imports = _read_json(paths.cache / "imports" / f"{spec.name}.json")
+    summary = _read_json(spec.dir / SUMMARY) or {}
+    run = _default_run(spec, summary)
+    imports = summary.get("imports")
+    others = {b: {"exit_code": r.get("exit_code"), "seconds": r.get("seconds"), "data": (r.get("data") or {}).get("kind"),
+                  "verdict": r.get("verdict")}
+              for b, r in (summary.get("runs") or {}).items() if not run or b != run.get("benchmark")}
     return {
         "name": spec.name, "upstream": spec.upstream_name, "python": spec.python, "gpu": spec.gpu,
         "benchmarks": list(spec.benchmarks),
@@ -58,6 +138,7 @@ def model_status(spec: Any, paths: Paths) -> dict[str, Any]:
         "imports": imports,
         "run": ({k: run.get(k) for k in ("benchmark", "test", "started", "seconds", "exit_code", "error")}
                 | {"data": run.get("data", {}).get("kind"), "verdict": run.get("verdict")} if run else None),
+        "other_runs": others,
         "nix": NIX_NOTE,
         "gpu_runs": "unverified: no accelerator on the machines this was made on",
     }
@@ -76,8 +157,9 @@ def render_markdown(rep: dict[str, Any]) -> str:
     out = [
         "# Status",
         "",
-        f"Generated by `pyrepro report` on {rep['generated']} from the registry, the lock records and this",
-        "machine's run records. Fixture-data runs prove executability, never a numerical result.",
+        f"Generated by `pyrepro report` on {rep['generated']} from the registry, the lock records and the",
+        "committed run summaries (`models/<name>/last-run.json`). Fixture-data runs prove executability,",
+        "never a numerical result.",
         "",
         "| model | lock (category) | patches | build (local) | imports | test run (fixture) | verdict |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -128,7 +210,10 @@ def render_markdown(rep: dict[str, Any]) -> str:
             if r.get("error"):
                 out.append(f"  - error: {r['error'][:300]}")
         else:
-            out.append("- Test run: not run here.")
+            out.append("- Test run: not run yet.")
+        for b, r in sorted(m.get("other_runs", {}).items()):
+            out.append(f"- Run ({r.get('data')} data, {b}): exit {r.get('exit_code')}, {r.get('seconds')} s; "
+                       f"verdict {(r.get('verdict') or {}).get('tier')}.")
         out.append(f"- Nix package: {m['nix']}.")
         if m["gpu"] != "none":
             out.append(f"- GPU ({m['gpu']}): {m['gpu_runs']}.")
@@ -144,7 +229,10 @@ def _atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def write_report(registry: Registry, paths: Paths, out_md: Path, out_json: Path) -> dict[str, Any]:
+def write_report(registry: Registry, paths: Paths, out_md: Path, out_json: Path, *,
+                 refresh: bool = True) -> dict[str, Any]:
+    if refresh:
+        refresh_summaries(registry, paths)
     rep = build_report(registry, paths)
     _atomic(out_json, json.dumps(rep, indent=2) + "\n")
     _atomic(out_md, render_markdown(rep))

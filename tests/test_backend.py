@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import json
 import shutil
 import zipfile
@@ -137,11 +136,25 @@ def test_build_and_run__mini_world__executable_with_provenance(world: Paths, tmp
     # gc keeps what the registry references, drops the old staged source
     removed = local.gc(world, [spec])
     assert [r.name for r in removed] == [f"mini-{b1.src_key}"]
-    # the report reads the records
-    rep = report.build_report(load_registry(world.models), world)
+    # the report reads the committed summary, refreshed from the cache's records
+    reg = load_registry(world.models)
+    assert "| mini | " in report.render_markdown(report.build_report(reg, world))
+    assert "not run" in report.render_markdown(report.build_report(reg, world))
+    assert report.refresh_summaries(reg, world) == [spec.dir / "last-run.json"]
+    assert report.refresh_summaries(reg, world) == []  # unchanged: not rewritten
+    summary_text = (spec.dir / "last-run.json").read_text()
+    assert str(tmp_path) not in summary_text and str(world.cache) not in summary_text
+    summary = json.loads(summary_text)
+    s_run = summary["runs"]["dft_3d_exfoliation_energy"]
+    assert s_run["exit_code"] == 0 and s_run["verdict"]["tier"] == "executable" and "command" not in s_run
+    assert s_run["lock"]["sha256"] == d["lock"]["sha256"] and s_run["outputs"] == d["outputs"]
+    rep = report.build_report(reg, world)
     md = report.render_markdown(rep)
     assert "| mini |" in md and "executable" in md and "unverified" in md
     json.dumps(rep)
+    # another machine without a cache renders the same from the committed summary
+    rep2 = report.build_report(reg, Paths(root=world.root, cache=tmp_path / "empty-cache"))
+    assert rep2["models"] == rep["models"]
 
 
 def test_run_cli__unknown_target__not_found_exit_4(capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,7 +22,7 @@ class NixBuilt:
     name: str
     out_path: str
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> dict[str, object]:
         return {"name": self.name, "backend": "nix", "out_path": self.out_path}
 
 

@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
 
         paths = Paths.discover()
         specs = load_registry(paths.models).select(list(names))
-        results = []
+        results: list[dict[str, object]] = []
         for s in specs:
             if backend == "local":
                 results.append(local.build(s, paths, mirror=mirror, progress=CliProgress(enabled=not as_json)).to_json())
@@ -139,15 +139,21 @@ def register(app: typer.Typer) -> None:
     def report_cmd(
         out: Path = typer.Option(None, "--out", help="Markdown file (default docs/STATUS.md; JSON twin next to it)"),
         as_json: bool = typer.Option(False, "--json", help="Print the JSON on stdout"),
+        no_refresh: bool = typer.Option(False, "--no-refresh",
+                                        help="Do not update models/<name>/last-run.json from this machine's cache"),
     ) -> None:
-        """Write docs/STATUS.md and docs/status.json from the registry, locks, patches and run records."""
+        """Write docs/STATUS.md and docs/status.json from the registry, locks, patches and run summaries.
+
+        First updates the committable run summaries models/<name>/last-run.json from this
+        machine's latest run records and import checks (unless --no-refresh)."""
         from pyrepro import report
         from pyrepro.paths import Paths
         from pyrepro.registry import load_registry
 
         paths = Paths.discover()
         md = out or paths.root / "docs" / "STATUS.md"
-        rep = report.write_report(load_registry(paths.models), paths, md, md.with_name("status.json"))
+        rep = report.write_report(load_registry(paths.models), paths, md, md.with_name("status.json"),
+                                  refresh=not no_refresh)
         if as_json:
             emit_json(rep)
         else:

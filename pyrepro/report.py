@@ -30,7 +30,8 @@ NIX_NOTE = ("written; unverified: nixpkgs and dream2nix cannot be fetched on the
 
 def _read_json(p: Path) -> dict[str, Any] | None:
     try:
-        return json.loads(p.read_text())
+        data = json.loads(p.read_text())
+        return data if isinstance(data, dict) else None
     except (OSError, ValueError):
         return None
 
@@ -65,8 +66,9 @@ def run_summary(record: dict[str, Any], paths: Paths) -> dict[str, Any]:
     env = dict(out.get("environment") or {})
     env.pop("env_dir", None)
     out["environment"] = env
-    if isinstance(out.get("error"), str):
-        out["error"] = out["error"][:600]
+    err = out.get("error")
+    if isinstance(err, str):
+        out["error"] = err[:600]
     return dict(_scrub(out, _replacements(paths)))
 
 

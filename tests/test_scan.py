@@ -218,6 +218,25 @@ def test_parsers__any_bytes__never_raise(data: bytes) -> None:
     pysrc.decode_source(data)
 
 
+_JSON_KEYS = st.sampled_from(["requirements", "software_used", "cells", "worksheets", "source", "input", "cell_type",
+                              "metadata", "language_info", "kernelspec", "language", "name", "nbformat"])
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8) |
+                     st.sampled_from(["code", "numpy", "==1.2", ">=2", "torch=1.1=x", "import os\n", "%%bash\nzip a"]),
+                     lambda c: st.lists(c, max_size=4) | st.dictionaries(_JSON_KEYS, c, max_size=4), max_leaves=20)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_JSON)
+def test_parsers__any_json_shape__never_raise(value: object) -> None:
+    text = json.dumps(value)
+    for parse in metadata.PARSERS.values():
+        parse(text, "f")
+    with contextlib.suppress(notebook.NotebookError):
+        cells, _ = notebook.code_cells(text.encode())
+        for c in cells:
+            pysrc.parse_code(c.source)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.dictionaries(st.sampled_from(["a.py", "b.ipynb", "info.json", "environment.yml", "run.sh",
                                         "requirements.txt", "metadata.json"]), st.binary(max_size=200), max_size=5))

@@ -51,21 +51,60 @@ class Parsed:
     fallback: bool = False
 
 
+# Line magics whose argument is Python code (``%time import x`` must keep its import).
+CODE_LINE_MAGICS = {"time", "timeit", "prun"}
+_MAGIC_OPTS_WITH_VALUE = {"-n", "-r", "-p", "-s", "-T", "-D", "-l"}
+
+
+def _line_magic_code(body: str) -> str | None:
+    """The Python code of ``%time code`` / ``%timeit -n1 code`` / ``%prun -s x code``, or None."""
+    m = re.match(r"%(\w+)\s*(.*)$", body)
+    if not m or m.group(1) not in CODE_LINE_MAGICS:
+        return None
+    rest = m.group(2)
+    while rest.startswith("-"):
+        opt, _, after = rest.partition(" ")
+        rest = after.lstrip()
+        if opt in _MAGIC_OPTS_WITH_VALUE and rest:  # '-n 1': the value is the next word
+            rest = rest.partition(" ")[2].lstrip()
+    return rest or None
+
+
+def _indent_of(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
 def blank_magics(text: str) -> tuple[str, list[tuple[str, int]]]:
     """Blank IPython ``!``/``%`` lines (and their backslash continuations); return the shell
-    commands of ``!`` lines with their line numbers."""
-    out, commands = [], []
+    commands of ``!`` lines with their line numbers. Line numbers never move: a magic line
+    inside an indented block becomes ``pass`` (a bare blank would leave ``if x:`` empty), and
+    the code of ``%time``/``%timeit``/``%prun`` lines stays in place."""
+    out: list[str] = []
+    commands = []
     cont = False
+    last_code = ""  # the last non-blank line kept as code
     for i, line in enumerate(text.split("\n"), 1):
         m = MAGIC_LINE.match(line)
         if cont or m:
             body = line if cont else m.group(2)  # type: ignore[union-attr]
             if not cont and body.startswith("!"):
                 commands.append((body[1:].strip(), i))
+            indent = m.group(1) if (m and not cont) else ""
+            code = _line_magic_code(body) if (m and not cont) else None
             cont = line.rstrip().endswith("\\")
-            out.append("")
+            opens_block = last_code.rstrip().endswith(":") or (indent and _indent_of(last_code) >= len(indent))
+            if code is not None and not cont:
+                out.append(indent + code)
+            elif indent and opens_block and last_code:
+                out.append(indent + "pass")
+            else:
+                out.append("")
+            if out[-1]:
+                last_code = out[-1]
         else:
             out.append(line)
+            if line.strip() and not line.lstrip().startswith("#"):
+                last_code = line
     return "\n".join(out), commands
 
 

@@ -1,0 +1,32 @@
+"""IPython line magics in exported notebooks: code-carrying magics keep their imports, magics
+inside indented blocks keep the file parseable (no fallback), line numbers never move."""
+
+from __future__ import annotations
+
+from pyrepro.scan import python as pysrc
+
+
+def test_parse_code__time_and_timeit_magics__imports_kept() -> None:
+    parsed = pysrc.parse_code("%time import lightgbm\n%timeit -n 1 -r1 import xgboost\n%prun -s cumtime import dgl\n")
+    assert [(i.module, i.line) for i in parsed.imports] == [("lightgbm", 1), ("xgboost", 2), ("dgl", 3)]
+    assert parsed.warnings == ()
+
+
+def test_parse_code__bang_inside_if_block__parsed_without_fallback() -> None:
+    code = "import os\nif os.environ.get('COLAB'):\n    !pip install tqdm\n    %cd /content\nimport torch\n"
+    parsed = pysrc.parse_code(code)
+    assert not parsed.fallback and parsed.warnings == ()
+    assert [(i.module, i.line) for i in parsed.imports] == [("os", 1), ("torch", 5)]
+    assert parsed.commands == (("pip install tqdm", 3),)
+
+
+def test_parse_code__stray_indented_magic_at_top_level__still_parses() -> None:
+    parsed = pysrc.parse_code("x = 1\n    !pip install a\nimport numpy\n")
+    assert not parsed.fallback
+    assert [(i.module, i.line) for i in parsed.imports] == [("numpy", 3)]
+
+
+def test_blank_magics__other_line_magics__blanked_lines_keep_count() -> None:
+    text = "%matplotlib inline\n%load_ext autoreload\nimport a\n"
+    clean, cmds = pysrc.blank_magics(text)
+    assert clean.split("\n") == ["", "", "import a", ""] and cmds == []

@@ -388,8 +388,10 @@ def parse_code(text: str, *, line_offset: int = 0, depth: int = 0) -> Parsed:
         warn = (line + line_offset if line else None,
                 f"{kind} ({msg}); imports were read with the line-level fallback")
         return Parsed(tuple(imports), tuple(commands), (warn,), tuple(py2), fallback=True)
-    except (RecursionError, MemoryError):
-        return Parsed((), tuple(commands), ((None, "code nests too deeply to parse; skipped"),), ())
+    except (RecursionError, MemoryError):  # the parser gave up: the line-level reader still finds imports
+        imports, py2 = _fallback(clean, line_offset)
+        warn = (None, "code nests too deeply to parse; imports were read with the line-level fallback")
+        return Parsed(tuple(imports), tuple(commands), (warn,), tuple(py2), fallback=True)
     v = _Visitor(line_offset, depth)
     hot = _hot_lines(clean, hot_re.start()) if hot_re else frozenset()
     try:
@@ -401,11 +403,12 @@ def parse_code(text: str, *, line_offset: int = 0, depth: int = 0) -> Parsed:
 
 def decode_source(data: bytes) -> tuple[str, str | None]:
     """Source bytes -> text, honouring PEP 263 cookies; (text, warning or None)."""
+    note = None
     try:
         enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError:
-        enc = "utf-8"
+    except SyntaxError as exc:  # unknown encoding cookie, or a cookie that contradicts a BOM
+        enc, note = "utf-8", f"{getattr(exc, 'msg', exc)}; read as utf-8"
     try:
-        return data.decode(enc), None
+        return data.decode(enc), note
     except (UnicodeDecodeError, LookupError):
         return data.decode("latin-1"), f"not valid {enc}; read as latin-1"

@@ -1,0 +1,32 @@
+"""Inputs the parser gives up on still yield their imports, with a warning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyrepro.scan import python as pysrc
+from pyrepro.scan import scan_path
+
+
+def test_parse_code__expression_too_deep_for_the_parser__fallback_keeps_imports() -> None:
+    parsed = pysrc.parse_code("import sympy\nx = " + "-" * 100_000 + "1\n")
+    assert [(i.module, i.line) for i in parsed.imports] == [("sympy", 1)]
+    assert parsed.fallback and "line-level fallback" in parsed.warnings[0][1]
+
+
+def test_decode_source__unknown_cookie__utf8_with_warning() -> None:
+    text, warn = pysrc.decode_source(b"# -*- coding: foobar -*-\nimport numpy\n")
+    assert text.endswith("import numpy\n")
+    assert warn is not None and "foobar" in warn
+
+
+def test_decode_source__latin1_cookie__decoded_without_warning() -> None:
+    text, warn = pysrc.decode_source(b"# -*- coding: latin-1 -*-\ns = '\xe9'\n")
+    assert "\u00e9" in text and warn is None
+
+
+def test_scan_path__unknown_cookie__warning_names_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "run.py").write_bytes(b"# coding: nosuchcodec\nimport pandas\n")
+    res = scan_path(tmp_path, python="3.10")
+    assert res.distributions == ("pandas",)
+    assert any(str(w).startswith("run.py:1: unknown encoding") for w in res.warnings), res.warnings

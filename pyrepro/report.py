@@ -78,6 +78,20 @@ def imports_summary(rec: dict[str, Any], paths: Paths) -> dict[str, Any]:
                        _replacements(paths)))
 
 
+def latest_runs(runs_dir: Path) -> dict[str, dict[str, Any]]:
+    """The newest run record per benchmark in ``<cache>/runs/<name>/`` (``*/record.json``, latest.json)."""
+    best: dict[str, dict[str, Any]] = {}
+    recs = [_read_json(p) for p in sorted(runs_dir.glob("*/record.json"))]
+    recs.append(_read_json(runs_dir / "latest.json"))
+    for rec in recs:
+        if not rec or not rec.get("benchmark"):
+            continue
+        b = str(rec["benchmark"])
+        if b not in best or str(rec.get("started", "")) >= str(best[b].get("started", "")):
+            best[b] = rec
+    return best
+
+
 def refresh_summaries(registry: Registry, paths: Paths) -> list[Path]:
     """Update ``models/<name>/last-run.json`` from this machine's cache; returns the files changed."""
     changed = []
@@ -86,9 +100,8 @@ def refresh_summaries(registry: Registry, paths: Paths) -> list[Path]:
         old = _read_json(target) or {}
         new: dict[str, Any] = {"schema": 1, "model": spec.name, "runs": dict(old.get("runs") or {}),
                                "imports": old.get("imports")}
-        run = _read_json(paths.cache / "runs" / spec.name / "latest.json")
-        if run and run.get("benchmark"):
-            new["runs"][str(run["benchmark"])] = run_summary(run, paths)
+        for bench, run in latest_runs(paths.cache / "runs" / spec.name).items():
+            new["runs"][bench] = run_summary(run, paths)
         imp = _read_json(paths.cache / "imports" / f"{spec.name}.json")
         if imp and "results" in imp:
             new["imports"] = imports_summary(imp, paths)

@@ -1,0 +1,62 @@
+"""Committed run summaries: newest record per benchmark, no machine paths, report without a cache."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from pyrepro import report
+from pyrepro.paths import Paths
+from pyrepro.registry import load_registry
+
+SC = Path(__file__).parent / "scenarios" / "backend"
+
+
+def _record(runs: Path, stamp: str, bench: str, code: int, cache: Path) -> None:
+    d = runs / stamp
+    d.mkdir(parents=True)
+    rec = {"schema": 1, "model": "mini", "benchmark": bench, "test": True, "started": stamp, "seconds": 1.5,
+           "exit_code": code, "error": None if code == 0 else f"failed, see {d}/logs/stderr.log",
+           "command": [f"{cache}/envs/x/bin/python", "run.py"],
+           "environment": {"backend": "local", "env_key": "k", "python": "3.11.7", "env_dir": f"{cache}/envs/x"},
+           "data": {"kind": "fixture", "digest": "sha256:00"},
+           "verdict": {"tier": "executable" if code == 0 else "failed", "reason": "r"},
+           "logs": {"stderr_tail": f"{cache}/x"}}
+    (d / "record.json").write_text(json.dumps(rec))
+
+
+def test_refresh_summaries__two_benchmarks__newest_each_no_paths(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    shutil.copytree(SC / "models", root / "models")
+    paths = Paths(root=root, cache=tmp_path / "cache")
+    runs = paths.cache / "runs" / "mini"
+    _record(runs, "20260101T000000Z", "dft_3d_exfoliation_energy", 1, paths.cache)
+    _record(runs, "20260102T000000Z", "dft_3d_exfoliation_energy", 0, paths.cache)
+    _record(runs, "20260101T120000Z", "other_bench", 1, paths.cache)
+    reg = load_registry(paths.models)
+    assert report.refresh_summaries(reg, paths) == [root / "models" / "mini" / "last-run.json"]
+    text = (root / "models" / "mini" / "last-run.json").read_text()
+    assert str(tmp_path) not in text and "$PYREPRO_CACHE" in text
+    s = json.loads(text)
+    assert list(s["runs"]) == ["dft_3d_exfoliation_energy", "other_bench"]
+    assert s["runs"]["dft_3d_exfoliation_energy"]["started"] == "20260102T000000Z"
+    assert s["runs"]["other_bench"]["exit_code"] == 1 and "command" not in s["runs"]["other_bench"]
+    assert "env_dir" not in s["runs"]["other_bench"]["environment"]
+    # cache gone (another machine): the summary is kept, and the report reads it
+    shutil.rmtree(paths.cache)
+    assert report.refresh_summaries(reg, paths) == []
+    rep = report.build_report(reg, paths)
+    (m,) = rep["models"]
+    assert m["run"]["exit_code"] == 0 and m["run"]["verdict"]["tier"] == "executable"
+    assert m["other_runs"]["other_bench"]["verdict"]["tier"] == "failed"
+    md = report.render_markdown(rep)
+    assert "| mini |" in md and "Run (fixture data, other_bench): exit 1" in md
+
+
+def test_refresh_summaries__no_records__writes_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    shutil.copytree(SC / "models", root / "models")
+    paths = Paths(root=root, cache=tmp_path / "cache")
+    assert report.refresh_summaries(load_registry(paths.models), paths) == []
+    assert not (root / "models" / "mini" / "last-run.json").exists()

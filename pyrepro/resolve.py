@@ -89,5 +89,9 @@ class Resolver:
         top = module.split(".")[0]
         if top in self.env:
             return Resolution(module, self.env[top], "environment")
+        if top.startswith("_"):  # a private module ships inside some other distribution: no guess
+            return Resolution(module, None, "unresolved",
+                              f"{top!r} is a private module of some distribution; find which with --pyenv "
+                              "SITE_PACKAGES or add it to pyrepro/data/module_map.toml")
         return Resolution(module, canonicalize_name(top), "identity-guess",
                           f"no mapping for {top!r}; guessed the distribution has the same name")

@@ -100,6 +100,10 @@ def test_resolver__prefix_rules__longest_prefix_wins() -> None:
     assert r.resolve("google.colab").resolved_with == "unresolved"
     assert r.resolve("tensorflow.keras").distribution == "tensorflow"
     assert r.resolve("sklearn").distribution == "scikit-learn"
+    assert r.resolve("_pytest.fixtures").distribution == "pytest"
+    private = r.resolve("_somelib_ext")
+    assert (private.distribution, private.resolved_with) == (None, "unresolved") and "private" in private.note
+    assert r.resolve("jarvis_leaderboard.rebuild").resolved_with == "unresolved"
     guess = r.resolve("somepkg")
     assert (guess.distribution, guess.resolved_with) == ("somepkg", "identity-guess")
 

@@ -55,7 +55,8 @@ def code_cells(data: bytes) -> tuple[list[Cell], str | None]:
         raw_cells = nb["cells"]
         key = "source"
     elif isinstance(nb.get("worksheets"), list):
-        raw_cells = [c for ws in nb["worksheets"] if isinstance(ws, dict) for c in ws.get("cells", []) or []]
+        raw_cells = [c for ws in nb["worksheets"] if isinstance(ws, dict) and isinstance(ws.get("cells"), list)
+                     for c in ws["cells"]]
         key = "input"
     else:
         raise NotebookError("no 'cells' (nbformat 4) or 'worksheets' (nbformat 3)", 1)

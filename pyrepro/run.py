@@ -375,23 +375,39 @@ print(json.dumps(res))
 
 def model_distributions(spec: ModelSpec) -> list[str]:
     """The distributions the model's code uses (scanned + extra - removed), by canonical name."""
-    from pyrepro.generate import dependencies
-
     from packaging.requirements import Requirement
 
+    from pyrepro.generate import dependencies
+
     return sorted({Requirement(r).name for r in dependencies(spec)})
+
+
+def scanned_modules(spec: ModelSpec, built: BuiltModel) -> list[str]:
+    """The third-party modules the (patched, staged) source imports unconditionally, per the scanner."""
+    try:
+        from pyrepro.scan import scan_path
+    except ImportError:  # the scanner is optional here: the distributions' modules still get imported
+        return []
+    try:
+        res = scan_path(built.src_dir, python=spec.python)
+    except Exception:  # a scan failure must not hide the import check; distributions are still checked
+        return []
+    runtime = {p.stem for p in built.runtime_dir.iterdir()} if built.runtime_dir.is_dir() else set()
+    return sorted({r.module for r in res.imports if r.distribution and not r.optional and r.module not in runtime})
 
 
 def check_imports(spec: ModelSpec, built: BuiltModel, *, modules: Sequence[str] = (),
                   runner: Runner = proc.run) -> list[tuple[str, str, str]]:
     """Import each module inside the built environment; (module, ok|error, message).
 
-    Without ``modules``, every top-level module of the model's distributions is imported.
+    Without ``modules``: every third-party module the staged source imports unconditionally
+    (``scan_path``), then every top-level module of the model's distributions.
     """
     env = {"PATH": f"{built.env_dir / 'bin'}:/usr/bin:/bin", "PYTHONPATH": str(built.runtime_dir),
            "HOME": str(built.env_dir.parent / ".home"), "MPLBACKEND": "Agg", "PYTHONNOUSERSITE": "1",
            "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
-    req = {"modules": list(modules)} if modules else {"distributions": model_distributions(spec)}
+    req: dict[str, list[str]] = ({"modules": list(modules)} if modules else
+                                 {"modules": scanned_modules(spec, built), "distributions": model_distributions(spec)})
     done = runner([str(built.env_dir / "bin" / "python"), "-c", _IMPORT_PROBE, json.dumps(req)],
                   env=env, check=False, timeout=1800)
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import typer
@@ -69,7 +70,7 @@ def register(app: typer.Typer) -> None:
         name: str = typer.Argument(..., help="Model"),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
     ) -> None:
-        """Import every module of the model's distributions inside its built environment."""
+        """Import every module the scan found, and every module of the model's distributions, in its environment."""
         from pyrepro import run
         from pyrepro.backends import local
         from pyrepro.errors import BuildError
@@ -83,7 +84,9 @@ def register(app: typer.Typer) -> None:
         rec = {"model": spec.name, "env_key": built.env_key, "results": [list(r) for r in rows]}
         out = paths.cache / "imports" / f"{spec.name}.json"
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(rec, indent=2) + "\n")
+        tmp = out.with_name(f".{out.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(rec, indent=2) + "\n")
+        os.replace(tmp, out)
         if as_json:
             emit_json(rec)
         else:

@@ -155,6 +155,11 @@ def _rel(p: Path, root: Path) -> str:
         return p.as_posix()
 
 
+def _count_lines(text: str) -> int:
+    """Lines as ``wc -l`` would count them, plus a last line without a newline."""
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
 _LOCAL_EXTS = (".py", ".so", ".pyd", ".pyx")
 
 
@@ -267,7 +272,7 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = ()) -
             text, enc_warn = pysrc.decode_source(data)
             if enc_warn:
                 warnings.append(Warning_(Location(rel, 1), enc_warn))
-            n_lines += text.count("\n") + 1
+            n_lines += _count_lines(text)
             add_code(text, rel, f.parent)
         elif lower.endswith(".ipynb"):
             n_files += 1
@@ -280,7 +285,7 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = ()) -
                 warnings.append(Warning_(Location(rel), f"a {lang} notebook; skipped"))
                 continue
             for c in cells:
-                n_lines += c.source.count("\n") + 1
+                n_lines += _count_lines(c.source)
                 add_code(c.source, rel, f.parent, c.index)
         elif lower in meta.PARSERS:
             text = data.decode("utf-8", errors="replace")

@@ -40,3 +40,23 @@ def test_scan_path__software_used_names_the_import__not_reported_unused(tmp_path
     res = scan_path(tmp_path, python="3.10")
     assert res.undeclared == () and res.unused_declared == ()
     assert res.declared_names == ("numpy", "scikit-learn")
+
+
+def test_parse_info_json__grouped_by_language__specs_read() -> None:
+    text = json.dumps({"requirements": {"python": ["modnet==0.1.12", "scikit-learn==1.0.1", "matbench"]}})
+    ms = metadata.parse_info_json(text, "info.json")
+    assert [(d.name, d.spec) for d in ms.declared] == [("modnet", "modnet==0.1.12"),
+                                                       ("scikit-learn", "scikit-learn==1.0.1"), ("matbench", "matbench")]
+    assert ms.warnings == ()
+
+
+def test_parse_info_json__nested_groups_and_bare_versions__no_version_taken_for_a_name() -> None:
+    text = json.dumps({"requirements": {"python": "3.8", "pip": {"numpy": "1.21", "torch": [">=1.10"]},
+                                        "other": "cuda 11"}})
+    ms = metadata.parse_info_json(text, "info.json")
+    assert [(d.name, d.spec) for d in ms.declared] == [("numpy", "numpy==1.21"), ("torch", "torch>=1.10")]
+
+
+def test_parse_info_json__package_with_dict_value__name_kept_not_its_keys() -> None:
+    ms = metadata.parse_info_json(json.dumps({"requirements": {"torch": {"version": "1.12"}}}), "info.json")
+    assert [d.name for d in ms.declared] == ["torch"]

@@ -34,6 +34,9 @@ CONDA_SYSTEM = re.compile(
     r"lerc|libdeflate|jbig|pixman|cairo|harfbuzz|graphite2|mpfr|gmp|mpc)$")
 # Names people list among their software that no installer provides as a Python distribution.
 NOT_PACKAGES = frozenset({"python", "python3", "python2", "pip", "conda", "cuda", "cudatoolkit", "cudnn"})
+# Keys of a requirements dict that hold a group of packages, not a package of that name.
+GROUP_KEYS = frozenset({"python", "pip", "pypi", "conda", "packages", "dependencies", "requirements", "other",
+                        "python_packages", "libraries", "software"})
 FREE_TEXT = re.compile(r"[^\w.,\-\[\]<>=!~ \t;:@/+*'\"]")
 
 
@@ -120,23 +123,18 @@ def _conda(d: Declared) -> Declared:
     return Declared(canonicalize_name(mapped), d.spec, d.path, d.line) if mapped else d
 
 
-def parse_info_json(text: str, path: str) -> MetaScan:
-    """MatBench info.json: ``requirements`` in any shape."""
-    warnings: list[tuple[str, int | None, str]] = []
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return MetaScan((), ((path, exc.lineno, f"not valid JSON ({exc.msg}); fix the file so its requirements "
-                                                "can be read"),))
-    if not isinstance(data, dict):
-        return MetaScan((), ((path, 1, "not a JSON object; requirements not read"),))
-    req = data.get("requirements")
-    line = _line_of(text, "requirements")
-    out: list[Declared] = []
-    if req is None:
-        return MetaScan((), ())
+def _requirements(req: object, path: str, line: int | None, warnings: list[tuple[str, int | None, str]],
+                  out: list[Declared], depth: int = 0) -> None:
+    """Declared names of a ``requirements`` value of any shape: a list of specs, a dict of
+    name -> version(s), a dict of groups (``{"python": ["numpy==1.2"]}``), a string of names,
+    or free text (a warning)."""
     if isinstance(req, dict):
         for k, v in req.items():
+            if depth < 3 and ((isinstance(v, (dict, str)) and str(k).lower() in GROUP_KEYS) or (isinstance(v, list) and v and all(
+                    isinstance(x, str) and re.match(r"^[A-Za-z]", x.strip()) for x in v))):
+                # a group ({"python": ["numpy==1.2", ...]}, {"pip": {...}}), not versions of a package
+                _requirements(v, path, line, warnings, out, depth + 1)
+                continue
             versions = v if isinstance(v, list) else [v]
             specs = [f"{k}=={x}" if re.fullmatch(r"[\w.+!*]+", x) else f"{k}{x}" if re.match(r"^[<>=!~]", x) else str(k)
                      for x in versions if isinstance(x, str)] or [str(k)]
@@ -159,10 +157,28 @@ def parse_info_json(text: str, path: str) -> MetaScan:
                 out.append(Declared(canonicalize_name(tok), tok, path, line))
         else:
             for s in re.split(r"[,\s;]+", req):
-                if (d := _req(s, path, line, warnings)):
+                if re.match(r"^[A-Za-z]", s) and (d := _req(s, path, line, warnings)):  # not a bare version
                     out.append(d)
     else:
         warnings.append((path, line, f"requirements has an unexpected type {type(req).__name__}; ignored"))
+
+
+def parse_info_json(text: str, path: str) -> MetaScan:
+    """MatBench info.json: ``requirements`` in any shape."""
+    warnings: list[tuple[str, int | None, str]] = []
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return MetaScan((), ((path, exc.lineno, f"not valid JSON ({exc.msg}); fix the file so its requirements "
+                                                "can be read"),))
+    if not isinstance(data, dict):
+        return MetaScan((), ((path, 1, "not a JSON object; requirements not read"),))
+    req = data.get("requirements")
+    line = _line_of(text, "requirements")
+    out: list[Declared] = []
+    if req is None:
+        return MetaScan((), ())
+    _requirements(req, path, line, warnings, out)
     return MetaScan(tuple(d for d in out if d.name not in NOT_PACKAGES), tuple(warnings))
 
 

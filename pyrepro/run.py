@@ -341,7 +341,7 @@ def run_many(specs: Sequence[ModelSpec], paths: Paths, *, benchmark: str | None,
 
 
 _IMPORT_PROBE = r"""
-import importlib, importlib.metadata as md, json, re, sys
+import importlib, importlib.metadata as md, importlib.util, json, re, sys
 req = json.loads(sys.argv[1])
 wanted = list(req.get("modules", []))
 if req.get("distributions"):
@@ -360,7 +360,10 @@ if req.get("distributions"):
                 if name.isidentifier() and name not in tops and (len(f.parts) > 1 or first.endswith(".py")):
                     tops.append(name)
         for mod in sorted(tops):
-            if not mod.startswith("_") and mod.isidentifier() and mod not in wanted:
+            # top_level.txt may name extension leftovers that are no module (xgboost 1.7: libxgboost):
+            # metadata-derived names are imported only when they exist; scanned names always are.
+            if not mod.startswith("_") and mod.isidentifier() and mod not in wanted \
+                    and importlib.util.find_spec(mod) is not None:
                 wanted.append(mod)
 res = []
 for mod in wanted:

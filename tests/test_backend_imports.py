@@ -29,3 +29,21 @@ def test_check_imports__mini_env__scanned_ok_unknown_reported(tmp_path: Path) ->
     bad = run.check_imports(spec, built, modules=["six", "no_such_module_xyz"])
     assert bad[0] == ("six", "ok", "")
     assert bad[1][0] == "no_such_module_xyz" and bad[1][1] == "error" and "ModuleNotFoundError" in bad[1][2]
+
+
+def test_import_probe__top_level_names_no_module__skipped_but_explicit_tried(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    (site / "fakedist-1.0.dist-info").mkdir(parents=True)
+    (site / "fakedist-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: fakedist\nVersion: 1.0\n")
+    (site / "fakedist-1.0.dist-info" / "top_level.txt").write_text("libfake_nomodule\nfakemod\n")
+    (site / "fakemod.py").write_text("X = 1\n")
+    req = {"modules": ["libfake_explicit"], "distributions": ["fakedist"]}
+    done = subprocess.run([sys.executable, "-c", run._IMPORT_PROBE, json.dumps(req)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(site)}, check=True)
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [r[:2] for r in rows] == [["libfake_explicit", "error"], ["fakemod", "ok"]]

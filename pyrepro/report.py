@@ -78,15 +78,20 @@ def imports_summary(rec: dict[str, Any], paths: Paths) -> dict[str, Any]:
                        _replacements(paths)))
 
 
+def run_key(rec: dict[str, Any]) -> str:
+    """Summaries keep one run per benchmark and data kind: ``<benchmark>/<fixture|jarvis>``."""
+    return f"{rec.get('benchmark')}/{(rec.get('data') or {}).get('kind') or 'unknown'}"
+
+
 def latest_runs(runs_dir: Path) -> dict[str, dict[str, Any]]:
-    """The newest run record per benchmark in ``<cache>/runs/<name>/`` (``*/record.json``, latest.json)."""
+    """The newest run record per benchmark and data kind in ``<cache>/runs/<name>/``."""
     best: dict[str, dict[str, Any]] = {}
     recs = [_read_json(p) for p in sorted(runs_dir.glob("*/record.json"))]
     recs.append(_read_json(runs_dir / "latest.json"))
     for rec in recs:
         if not rec or not rec.get("benchmark"):
             continue
-        b = str(rec["benchmark"])
+        b = run_key(rec)
         if b not in best or str(rec.get("started", "")) >= str(best[b].get("started", "")):
             best[b] = rec
     return best
@@ -118,8 +123,9 @@ def refresh_summaries(registry: Registry, paths: Paths) -> list[Path]:
 def _default_run(spec: Any, summary: dict[str, Any]) -> dict[str, Any] | None:
     runs = summary.get("runs") or {}
     for b in spec.benchmarks:
-        if b in runs:
-            return dict(runs[b])
+        for kind in ("fixture", "jarvis"):
+            if f"{b}/{kind}" in runs:
+                return dict(runs[f"{b}/{kind}"])
     return None
 
 
@@ -141,7 +147,7 @@ def model_status(spec: Any, paths: Paths) -> dict[str, Any]:
     imports = summary.get("imports")
     others = {b: {"exit_code": r.get("exit_code"), "seconds": r.get("seconds"), "data": (r.get("data") or {}).get("kind"),
                   "verdict": r.get("verdict")}
-              for b, r in (summary.get("runs") or {}).items() if not run or b != run.get("benchmark")}
+              for b, r in (summary.get("runs") or {}).items() if not run or b != run_key(run)}
     return {
         "name": spec.name, "upstream": spec.upstream_name, "python": spec.python, "gpu": spec.gpu,
         "benchmarks": list(spec.benchmarks),

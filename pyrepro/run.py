@@ -206,9 +206,17 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
         d.mkdir(parents=True, exist_ok=True)
     label = f"run {spec.name}"
     progress.start(label, total=3)
-    b = built or local_backend.build(spec, paths, mirror=mirror, runner=runner, progress=progress)
-    progress.advance(label, 1, "built")
-    ds = prepare_data(data_kind, paths, spec, mirror=mirror)
+    stage = "build"
+    try:
+        b = built or local_backend.build(spec, paths, mirror=mirror, runner=runner, progress=progress)
+        progress.advance(label, 1, "built")
+        stage = "data"
+        ds = prepare_data(data_kind, paths, spec, mirror=mirror)
+    except PyreproError as exc:
+        # recorded, so the report shows the failure instead of an older success; then re-raised
+        _write_record(paths, spec.name, run_dir, _failure_record(spec, bench, test, stamp, data_kind, stage, exc))
+        progress.finish(label, f"{stage} failed")
+        raise
     script = patches.entry_script(spec.entry)
     prog = b.env_dir / "bin" / spec.entry[0]
     # Everything after the script in the entry command is kept (ipython needs '--' before the
@@ -287,11 +295,38 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
                  "stderr_tail": _tail(logs / "stderr.log")},
         "verdict": v.to_json(),
     }
-    (run_dir / "record.json").write_text(json.dumps(record, indent=2) + "\n")
-    latest = paths.cache / "runs" / spec.name / "latest.json"
-    latest.write_text(json.dumps(record, indent=2) + "\n")
+    _write_record(paths, spec.name, run_dir, record)
     progress.finish(label, v.tier)
     return RunRecord(spec.name, bench, test, run_dir / "record.json", record, v, error)
+
+
+def _atomic_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def _write_record(paths: Paths, name: str, run_dir: Path, record: dict[str, Any]) -> None:
+    _atomic_json(run_dir / "record.json", record)
+    _atomic_json(paths.cache / "runs" / name / "latest.json", record)
+
+
+def _failure_record(spec: ModelSpec, bench: str, test: bool, stamp: str, data_kind: str, stage: str,
+                    exc: PyreproError) -> dict[str, Any]:
+    """The record of a run that never started: the build or the data preparation failed."""
+    lock_path = spec.dir / "pdm.lock"
+    msg = f"{stage} failed: {exc}"
+    return {
+        "schema": 1, "model": spec.name, "benchmark": bench, "test": test, "started": stamp, "seconds": None,
+        "exit_code": None, "error": msg, "stage": stage,
+        "source": {"repository": spec.source.repository, "commit": spec.source.commit,
+                   "subdir": spec.source.subdir, "tree": spec.source.tree},
+        "lock": {"file": f"models/{spec.name}/pdm.lock",
+                 "sha256": _sha_file(lock_path) if lock_path.is_file() else None},
+        "data": {"kind": data_kind, "digest": None},
+        "outputs": {},
+        "verdict": {"tier": "failed", "reason": msg[:500], "benchmark": bench},
+    }
 
 
 def _predictions_name(benchmark: str) -> str:
@@ -337,6 +372,10 @@ def run_many(specs: Sequence[ModelSpec], paths: Paths, *, benchmark: str | None,
         except PyreproError as exc:
             out.append(RunRecord(s.name, benchmark or s.default_benchmark, bool(kw.get("test")), Path(),
                                  {"model": s.name, "error": str(exc)}, None, str(exc)))
+        except Exception as exc:  # a bug met by one model must not stop the others; it is reported as one
+            msg = f"internal error ({type(exc).__name__}: {exc}); please report it"
+            out.append(RunRecord(s.name, benchmark or s.default_benchmark, bool(kw.get("test")), Path(),
+                                 {"model": s.name, "error": msg}, None, msg))
     return out
 
 

@@ -6,7 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from pyrepro import report
+from pyrepro import report, run
+from pyrepro.errors import NetworkError
 from pyrepro.paths import Paths
 from pyrepro.registry import load_registry
 
@@ -34,24 +35,33 @@ def test_refresh_summaries__two_benchmarks__newest_each_no_paths(tmp_path: Path)
     _record(runs, "20260101T000000Z", "dft_3d_exfoliation_energy", 1, paths.cache)
     _record(runs, "20260102T000000Z", "dft_3d_exfoliation_energy", 0, paths.cache)
     _record(runs, "20260101T120000Z", "other_bench", 1, paths.cache)
+    # a later real-data attempt that failed to get its data does not hide the fixture result
+    spec = load_registry(paths.models).get("mini")
+    fail = run._failure_record(spec, "dft_3d_exfoliation_energy", True, "20260103T000000Z", "jarvis", "data",
+                               NetworkError("no figshare"))
+    (runs / "20260103T000000Z").mkdir()
+    (runs / "20260103T000000Z" / "record.json").write_text(json.dumps(fail))
     reg = load_registry(paths.models)
     assert report.refresh_summaries(reg, paths) == [root / "models" / "mini" / "last-run.json"]
     text = (root / "models" / "mini" / "last-run.json").read_text()
     assert str(tmp_path) not in text and "$PYREPRO_CACHE" in text
     s = json.loads(text)
-    assert list(s["runs"]) == ["dft_3d_exfoliation_energy", "other_bench"]
-    assert s["runs"]["dft_3d_exfoliation_energy"]["started"] == "20260102T000000Z"
-    assert s["runs"]["other_bench"]["exit_code"] == 1 and "command" not in s["runs"]["other_bench"]
-    assert "env_dir" not in s["runs"]["other_bench"]["environment"]
+    assert list(s["runs"]) == ["dft_3d_exfoliation_energy/fixture", "dft_3d_exfoliation_energy/jarvis",
+                               "other_bench/fixture"]
+    assert s["runs"]["dft_3d_exfoliation_energy/fixture"]["started"] == "20260102T000000Z"
+    assert s["runs"]["dft_3d_exfoliation_energy/jarvis"]["error"].startswith("data failed")
+    other = s["runs"]["other_bench/fixture"]
+    assert other["exit_code"] == 1 and "command" not in other and "env_dir" not in other["environment"]
     # cache gone (another machine): the summary is kept, and the report reads it
     shutil.rmtree(paths.cache)
     assert report.refresh_summaries(reg, paths) == []
     rep = report.build_report(reg, paths)
     (m,) = rep["models"]
     assert m["run"]["exit_code"] == 0 and m["run"]["verdict"]["tier"] == "executable"
-    assert m["other_runs"]["other_bench"]["verdict"]["tier"] == "failed"
+    assert m["other_runs"]["other_bench/fixture"]["verdict"]["tier"] == "failed"
+    assert m["other_runs"]["dft_3d_exfoliation_energy/jarvis"]["verdict"]["tier"] == "failed"
     md = report.render_markdown(rep)
-    assert "| mini |" in md and "Run (fixture data, other_bench): exit 1" in md
+    assert "| mini |" in md and "Run (fixture data, other_bench/fixture): exit 1" in md
 
 
 def test_refresh_summaries__no_records__writes_nothing(tmp_path: Path) -> None:

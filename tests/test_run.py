@@ -1,0 +1,61 @@
+"""Runs that never start (build or data failure) leave a failure record; run_many goes on."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pyrepro import run
+from pyrepro.errors import ExternalToolError, PyreproError
+from pyrepro.paths import Paths
+from pyrepro.registry import load_registry
+
+SC = Path(__file__).parent / "scenarios" / "backend"
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Paths:
+    root = tmp_path / "root"
+    shutil.copytree(SC / "models", root / "models")
+    shutil.copytree(SC / "patches", root / "patches")
+    return Paths(root=root, cache=tmp_path / "cache")
+
+
+def _pip_fails(cmd, **kw):  # type: ignore[no-untyped-def]
+    if "pip" in cmd:
+        raise ExternalToolError(list(cmd), 1, "ERROR: no matching distribution")
+    from pyrepro import proc
+    return proc.run(cmd, **kw)
+
+
+def test_run_model__build_fails__failure_record_then_raises(world: Paths) -> None:
+    spec = load_registry(world.models).get("mini")
+    with pytest.raises(PyreproError):
+        run.run_model(spec, world, test=True, mirror=SC / "mirror", runner=_pip_fails)
+    latest = json.loads((world.cache / "runs" / "mini" / "latest.json").read_text())
+    assert latest["stage"] == "build" and latest["exit_code"] is None and latest["outputs"] == {}
+    assert latest["verdict"]["tier"] == "failed" and "build failed" in latest["verdict"]["reason"]
+    assert latest["lock"]["sha256"] and latest["data"]["kind"] == "fixture"
+    (rec_file,) = (world.cache / "runs" / "mini").glob("*/record.json")
+    assert json.loads(rec_file.read_text()) == latest
+
+
+def test_run_many__one_model_fails__others_still_run(world: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = load_registry(world.models).get("mini")
+    calls = []
+
+    def fake_run_model(s, paths, **kw):  # type: ignore[no-untyped-def]
+        calls.append(kw.get("benchmark"))
+        if len(calls) == 1:
+            raise ExternalToolError(["pip"], 1, "boom")
+        if len(calls) == 2:
+            raise KeyError("bug")
+        return run.RunRecord(s.name, "b", True, Path("r"), {"model": s.name}, None, None)
+
+    monkeypatch.setattr(run, "run_model", fake_run_model)
+    recs = run.run_many([spec, spec, spec], world, benchmark=None, test=True)
+    assert len(calls) == 3 and [r.error is None for r in recs] == [False, False, True]
+    assert recs[1].error is not None and "internal error (KeyError" in recs[1].error

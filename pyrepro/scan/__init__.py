@@ -125,6 +125,14 @@ RUNTIME_TOOLS = {"zip", "unzip", "wget", "curl", "git", "pip", "pip3", "conda", 
                  "mpirun", "tar", "ipython", "jupyter", "nvidia-smi", "rm", "cp", "mv"}
 
 
+def _is_runtime_tool(tool: str, script_dir: Path) -> bool:
+    """Known tools, Python interpreters, and ``*.py`` console scripts that a distribution puts
+    on PATH (alignn's ``train_folder.py``), not scripts of the contribution itself."""
+    if tool in RUNTIME_TOOLS or tool.startswith("python"):
+        return True
+    return tool.endswith(".py") and "/" not in tool and not (script_dir / tool).exists()
+
+
 def _walk(root: Path, warnings: list[Warning_]) -> list[Path]:
     files: list[Path] = []
     seen: set[tuple[int, int]] = set()
@@ -240,7 +248,7 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = ()) -
             found.setdefault(key, []).append((loc, imp.optional))
         for cmd, line in parsed.commands:
             for tool, argv in shell.command_tools(cmd):
-                if tool in RUNTIME_TOOLS or tool.startswith("python"):
+                if _is_runtime_tool(tool, script_dir):
                     tools.append(Tool(tool, " ".join(argv)[:200], Location(rel, line, cell)))
 
     for f in files:
@@ -297,7 +305,7 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = ()) -
             text = data.decode("utf-8", errors="replace")
             sh = shell.scan_shell(text)
             for sc in sh.commands:
-                if sc.tool in RUNTIME_TOOLS or sc.tool.startswith("python"):
+                if _is_runtime_tool(sc.tool, f.parent):
                     tools.append(Tool(sc.tool, " ".join(sc.argv)[:200], Location(rel, sc.line)))
             for interp, script, line in sh.entry_points:
                 entries.append(EntryPoint(interp, script, Location(rel, line)))

@@ -1,0 +1,57 @@
+"""Runtime tools and entry points: console scripts run through os.system count as tools, and
+the 15 target contributions give the entry points and tools their shell/Python code shows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pyrepro.scan import scan_path
+
+
+def test_scan_path__console_script_via_os_system__runtime_tool(tmp_path: Path) -> None:
+    (tmp_path / "run.py").write_text(
+        "import os\ncmd = 'train_folder.py --root_dir Out'\nos.system(cmd)\nos.system('python helper.py')\n"
+        "os.system('helper.py --x')\n")
+    (tmp_path / "helper.py").write_text("")
+    res = scan_path(tmp_path, python="3.10")
+    tools = {t.name: t for t in res.runtime_tools}
+    assert "train_folder.py" in tools and tools["train_folder.py"].location.line == 3
+    assert "helper.py" not in tools  # the contribution's own script, not something to install
+    assert "python" in tools
+
+
+def test_scan_path__console_script_in_shell__runtime_tool(tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_text("#!/bin/bash\njarvis_populate_data.py --benchmark_file x\npython run.py\n")
+    (tmp_path / "run.py").write_text("")
+    res = scan_path(tmp_path, python="3.10")
+    assert res.to_json()["runtime_tools"] == ["jarvis_populate_data.py", "python"]
+    assert [(e.interpreter, e.script) for e in res.entry_points] == [("python", "run.py")]
+
+
+# (entry-point scripts in order, runtime tools) per target folder, read from each folder's
+# run.sh/run.bash and the literal os.system commands of its scripts.
+UPSTREAM_TOOLS = {
+    "ElemNet1": (["run.py"], ["ipython", "python", "rm", "zip"]),
+    "alignn_model": (["run.py", "run_ocp10k.py", "run_100k_pre.py", "run_halide_perovskites.py"],
+                     ["conda", "cp", "jarvis_populate_data.py", "pip", "python", "rm", "train_folder.py", "wget", "zip"]),
+    "cfid": (["run.py"], ["conda", "python", "zip"]),
+    "cfid_chem": (["run.py"], ["conda", "ipython", "python", "rm", "zip"]),
+    "cgcnn_model": (["convert_to_leaderboard.py", "run.py"], ["git", "python", "rm", "wget", "zip"]),
+    **{k: (["run.py"], ["conda", "jarvis_populate_data.py", "module", "nvidia-smi", "python3", "rm", "zip"])
+       for k in ("kgcnn_cgcnn", "kgcnn_coGN", "kgcnn_coNGN", "kgcnn_dimenetPP", "kgcnn_megnet", "kgcnn_schnet")},
+    "matformer": (["run.py"], ["conda", "python"]),
+    "matminer_lgbm": (["run.py"], ["conda", "ipython", "python", "rm", "zip"]),
+    "matminer_rf": (["run.py"], ["python", "zip"]),
+    "matminer_xgboost": (["run.py"], ["python", "zip"]),
+}
+
+
+@pytest.mark.upstream
+@pytest.mark.parametrize("folder", sorted(UPSTREAM_TOOLS))
+def test_scan_path__target_contribution__entry_points_and_tools(upstream: Path, folder: str) -> None:
+    res = scan_path(upstream / "jarvis_leaderboard" / "jarvis_leaderboard" / "contributions" / folder, python="3.10")
+    scripts, tools = UPSTREAM_TOOLS[folder]
+    assert [e.script for e in res.entry_points] == scripts
+    assert res.to_json()["runtime_tools"] == tools

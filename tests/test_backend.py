@@ -145,7 +145,7 @@ def test_build_and_run__mini_world__executable_with_provenance(world: Paths, tmp
     summary_text = (spec.dir / "last-run.json").read_text()
     assert str(tmp_path) not in summary_text and str(world.cache) not in summary_text
     summary = json.loads(summary_text)
-    s_run = summary["runs"]["dft_3d_exfoliation_energy"]
+    s_run = summary["runs"]["dft_3d_exfoliation_energy/fixture"]
     assert s_run["exit_code"] == 0 and s_run["verdict"]["tier"] == "executable" and "command" not in s_run
     assert s_run["lock"]["sha256"] == d["lock"]["sha256"] and s_run["outputs"] == d["outputs"]
     rep = report.build_report(reg, world)

@@ -30,3 +30,25 @@ def test_blank_magics__other_line_magics__blanked_lines_keep_count() -> None:
     text = "%matplotlib inline\n%load_ext autoreload\nimport a\n"
     clean, cmds = pysrc.blank_magics(text)
     assert clean.split("\n") == ["", "", "import a", ""] and cmds == []
+
+
+def _flags(code: str) -> list[tuple[str, bool]]:
+    return [(i.module, i.optional) for i in pysrc.parse_code(code).imports]
+
+
+def test_parse_code__fallback_import_in_handler__optional() -> None:
+    code = "try:\n    import ujson as json_\nexcept ImportError:\n    import simplejson as json_\n"
+    assert _flags(code) == [("ujson", True), ("simplejson", True)]
+
+
+def test_parse_code__handler_reraises_or_exits__import_required() -> None:
+    code = ("try:\n    import a1\nexcept ImportError as e:\n    raise RuntimeError('pip install a1') from e\n"
+            "try:\n    import a2\nexcept ImportError:\n    print('need a2')\n    sys.exit(1)\n")
+    assert _flags(code) == [("a1", False), ("a2", False)]
+
+
+def test_parse_code__type_checking_and_suppress__optional() -> None:
+    code = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pandas\nelse:\n    import numpy\n"
+            "import contextlib\nwith contextlib.suppress(ImportError):\n    import b2\nwith open('x') as f:\n    import c3\n")
+    assert _flags(code) == [("typing", False), ("pandas", True), ("numpy", False), ("contextlib", False),
+                            ("b2", True), ("c3", False)]

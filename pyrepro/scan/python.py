@@ -120,6 +120,37 @@ def _handler_catches_import_error(handlers: list[ast.ExceptHandler]) -> bool:
     return False
 
 
+def _handlers_give_up(handlers: list[ast.ExceptHandler]) -> bool:
+    """Every handler ends by raising or exiting (``except ImportError: raise SystemExit(...)``):
+    the import in the ``try`` is required after all."""
+    def gives_up(body: list[ast.stmt]) -> bool:
+        last = body[-1] if body else None
+        if isinstance(last, ast.Raise):
+            return True
+        if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
+            f = last.value.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            return name in ("exit", "quit", "_exit")
+        return False
+    return bool(handlers) and all(gives_up(h.body) for h in handlers)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _suppresses_import_error(expr: ast.expr) -> bool:
+    """``contextlib.suppress(ImportError)`` / ``suppress(ModuleNotFoundError, ...)``."""
+    if not isinstance(expr, ast.Call):
+        return False
+    f = expr.func
+    if (f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else "") != "suppress":
+        return False
+    return any((a.id if isinstance(a, ast.Name) else a.attr if isinstance(a, ast.Attribute) else "")
+               in IMPORT_ERRORS | {"Exception", "BaseException"} for a in expr.args)
+
+
 def _const_str(node: ast.AST | None) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
@@ -166,14 +197,17 @@ class _Visitor(ast.NodeVisitor):
         return getattr(node, "lineno", 1) + self.offset
 
     def visit_Try(self, node: ast.Try) -> None:
-        opt = _handler_catches_import_error(node.handlers)
-        if opt:
-            self.optional += 1
+        catches = _handler_catches_import_error(node.handlers)
+        opt = catches and not _handlers_give_up(node.handlers)
+        self.optional += opt
         for stmt in node.body:
             self.visit(stmt)
-        if opt:
-            self.optional -= 1
-        for part in (*node.handlers, *node.orelse, *node.finalbody):
+        self.optional -= opt
+        self.optional += catches
+        for h in node.handlers:
+            self.visit(h)
+        self.optional -= catches
+        for part in (*node.orelse, *node.finalbody):
             self.visit(part)
 
     visit_TryStar = visit_Try  # type: ignore[assignment]
@@ -295,14 +329,30 @@ def _walk_statements(v: _Visitor, body: list[ast.stmt], hot: frozenset[int] = fr
             v.visit_ImportFrom(stmt)
             continue
         if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
-            opt = _handler_catches_import_error(stmt.handlers)  # type: ignore[attr-defined]
+            handlers = stmt.handlers  # type: ignore[attr-defined]
+            catches = _handler_catches_import_error(handlers)
+            opt = catches and not _handlers_give_up(handlers)
             v.optional += opt
             _walk_statements(v, stmt.body, hot)  # type: ignore[attr-defined]
             v.optional -= opt
-            for h in stmt.handlers:  # type: ignore[attr-defined]
+            v.optional += catches  # a fallback import in the handler is an alternative too
+            for h in handlers:
                 _walk_statements(v, h.body, hot)
+            v.optional -= catches
             _walk_statements(v, stmt.orelse, hot)  # type: ignore[attr-defined]
             _walk_statements(v, stmt.finalbody, hot)  # type: ignore[attr-defined]
+            continue
+        if isinstance(stmt, ast.If) and _is_type_checking(stmt.test):  # never runs: annotations only
+            v.optional += 1
+            _walk_statements(v, stmt.body, hot)
+            v.optional -= 1
+            _walk_statements(v, stmt.orelse, hot)
+            continue
+        if isinstance(stmt, (ast.With, ast.AsyncWith)) and any(_suppresses_import_error(i.context_expr)
+                                                              for i in stmt.items):
+            v.optional += 1
+            _walk_statements(v, stmt.body, hot)
+            v.optional -= 1
             continue
         compound = False
         for f in _COMPOUND_FIELDS:

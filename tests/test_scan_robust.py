@@ -30,3 +30,17 @@ def test_scan_path__unknown_cookie__warning_names_file_and_line(tmp_path: Path) 
     res = scan_path(tmp_path, python="3.10")
     assert res.distributions == ("pandas",)
     assert any(str(w).startswith("run.py:1: unknown encoding") for w in res.warnings), res.warnings
+
+
+def test_scan_path__unknown_python_and_missing_pyenv__warned_not_fatal(tmp_path: Path) -> None:
+    (tmp_path / "run.py").write_text("import numpy\nimport tomllib\n")
+    res = scan_path(tmp_path, python="3.99", pyenv=(tmp_path / "nope",))
+    text = "\n".join(map(str, res.warnings))
+    assert "no standard-library table for Python '3.99'; used 3.13" in text
+    assert "--pyenv folder not found" in text
+    assert res.distributions == ("numpy",)
+
+
+def test_scan_path__known_python__no_version_warning(tmp_path: Path) -> None:
+    (tmp_path / "run.py").write_text("import numpy\n")
+    assert scan_path(tmp_path, python="3.10").warnings == ()

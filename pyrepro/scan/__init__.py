@@ -21,7 +21,7 @@ from pyrepro.resolve import Resolver
 from pyrepro.scan import metadata as meta
 from pyrepro.scan import notebook, shell
 from pyrepro.scan import python as pysrc
-from pyrepro.scan.stdlib import python2_only_names, stdlib_names
+from pyrepro.scan.stdlib import known_versions, python2_only_names, stdlib_names
 from pyrepro.types import Location
 
 SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules", ".venv", "venv", ".tox", ".mypy_cache"}
@@ -211,6 +211,10 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = ()) -
     warnings: list[Warning_] = []
     files = _walk(root, warnings) if root.is_dir() else [root]
     stdlib = stdlib_names(python)
+    if python not in known_versions():
+        nearest = next(v for v in known_versions() if stdlib_names(v) is stdlib)
+        warnings.append(Warning_(Location("--python"), f"no standard-library table for Python {python!r}; used "
+                                 f"{nearest} (known: {', '.join(known_versions())})"))
     py2_names = python2_only_names()
     found: dict[str, list[tuple[Location, bool]]] = {}
     tools: list[Tool] = []
@@ -310,6 +314,10 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = ()) -
             for interp, script, line in sh.entry_points:
                 entries.append(EntryPoint(interp, script, Location(rel, line)))
 
+    for env_dir in pyenv:
+        if not Path(env_dir).is_dir():
+            warnings.append(Warning_(Location(str(env_dir)), "--pyenv folder not found; names were not resolved "
+                                     "from it (give a site-packages folder)"))
     resolver = Resolver(pyenv)
     records = []
     for key in sorted(found, key=str.lower):

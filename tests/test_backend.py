@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 import zipfile
 from pathlib import Path
 
@@ -134,8 +136,17 @@ def test_build_and_run__mini_world__executable_with_provenance(world: Paths, tmp
     b3 = local.build(spec, world, mirror=mirror)
     assert b3.env_cached and not b3.src_cached and b3.src_key != b1.src_key
     # gc keeps what the registry references, drops the old staged source
+    (world.cache / "envs" / ".home").mkdir()  # helper home: hidden, kept
+    fresh_tmp = world.cache / "envs" / ".mini-abc.x1y2"  # a build in progress: kept
+    stale_tmp = world.cache / "envs" / ".mini-abc.z3w4"  # an interrupted build a day ago: removed
+    fresh_tmp.mkdir()
+    stale_tmp.mkdir()
+    os.utime(stale_tmp, (time.time() - 2 * 86400, time.time() - 2 * 86400))
     removed = local.gc(world, [spec])
-    assert [r.name for r in removed] == [f"mini-{b1.src_key}"]
+    assert sorted(r.name for r in removed) == sorted([f"mini-{b1.src_key}", ".mini-abc.z3w4",
+                                                      f"mini-{b1.env_key[:10]}-{b1.src_key[:10]}"])
+    assert b3.launcher.exists() and b3.env_dir.is_dir() and b3.src_dir.is_dir() and fresh_tmp.is_dir()
+    assert local.gc(world, [spec]) == []
     # the report reads the committed summary, refreshed from the cache's records
     reg = load_registry(world.models)
     assert "| mini | " in report.render_markdown(report.build_report(reg, world))

@@ -16,7 +16,6 @@ complete. A patch change restages only the source; nothing changed is a cache hi
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -30,7 +29,7 @@ from pathlib import Path
 
 from pyrepro import patches, proc, sources
 from pyrepro.backends import BuiltModel
-from pyrepro.errors import BuildError, InputError, NotFoundError
+from pyrepro.errors import BuildError, InputError, NotFoundError, PyreproError
 from pyrepro.interpreters import find_python
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner
@@ -298,22 +297,52 @@ def build(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None, runner: 
                       time.monotonic() - t0)
 
 
+STALE_TMP_SECONDS = 24 * 3600
+
+
 def gc(paths: Paths, specs: list[ModelSpec], *, dry_run: bool = False) -> list[Path]:
-    """Remove environments, staged sources and launchers that no registry entry references."""
+    """Remove environments, staged sources and launchers that no registry entry references.
+
+    Hidden entries are temporary build folders (``.<name>-<key>.XXXX``) and helper homes: they are
+    left alone unless they are temporary folders older than a day (an interrupted build). A model
+    whose keys cannot be computed (e.g. a patch series that does not parse) keeps all its entries.
+    """
     keep: set[str] = set()
+    keep_prefix: set[str] = set()
+    launchers: set[str] = set()
     for s in specs:
-        with contextlib.suppress(NotFoundError):  # not locked yet: no environment to keep
-            keep.add(f"{s.name}-{env_key(s)}")
-        keep.add(f"{s.name}-{src_key(s, patches.load_series(paths.patch_dir(s.name)))}")
+        try:
+            ek = env_key(s)
+        except NotFoundError:  # not locked yet: no environment to keep
+            ek = None
+        try:
+            sk = src_key(s, patches.load_series(paths.patch_dir(s.name)))
+        except PyreproError:
+            keep_prefix.add(f"{s.name}-")
+            continue
+        keep.add(f"{s.name}-{sk}")
+        if ek is not None:
+            keep.add(f"{s.name}-{ek}")
+            launchers.add(f"{s.name}-{ek[:10]}-{sk[:10]}")
     removed = []
-    for sub in ("envs", "staged"):
+    now = time.time()
+    for sub in ("envs", "staged", "launchers"):
         d = paths.cache / sub
         if not d.is_dir():
             continue
         for p in sorted(d.iterdir()):
-            if p.name not in keep:
-                removed.append(p)
-                if not dry_run:
+            if p.name.startswith("."):
+                is_tmp = p.name.count(".") >= 2 and p.is_dir()
+                if not (is_tmp and now - p.stat().st_mtime > STALE_TMP_SECONDS):
+                    continue
+            elif (p.name in (launchers if sub == "launchers" else keep)
+                  or any(p.name.startswith(k) for k in keep_prefix)):
+                continue
+            removed.append(p)
+            if not dry_run:
+                if p.is_dir():
                     sources.make_writable(p)
                     shutil.rmtree(p, ignore_errors=True)
+                else:
+                    p.unlink(missing_ok=True)
     return removed

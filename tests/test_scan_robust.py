@@ -44,3 +44,20 @@ def test_scan_path__unknown_python_and_missing_pyenv__warned_not_fatal(tmp_path:
 def test_scan_path__known_python__no_version_warning(tmp_path: Path) -> None:
     (tmp_path / "run.py").write_text("import numpy\n")
     assert scan_path(tmp_path, python="3.10").warnings == ()
+
+
+def test_scan_path__unknown_name_defined_elsewhere_in_tree__local_with_warning(tmp_path: Path) -> None:
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "utils" / "mylib").mkdir(parents=True)
+    (tmp_path / "other" / "jarvis").mkdir(parents=True)
+    (tmp_path / "scripts" / "run.py").write_text(
+        "import sys\nsys.path.append('../utils')\nimport helpers\nimport mylib.core\nimport jarvis\nimport nosuchpkg\n")
+    (tmp_path / "utils" / "helpers.py").write_text("")
+    (tmp_path / "utils" / "mylib" / "__init__.py").write_text("")
+    (tmp_path / "other" / "jarvis" / "__init__.py").write_text("")
+    res = scan_path(tmp_path, python="3.10")
+    assert res.distributions == ("jarvis-tools", "nosuchpkg")  # a folder named jarvis does not hide the package
+    assert {"helpers", "mylib"} <= set(res.local_modules)
+    text = "\n".join(map(str, res.warnings))
+    assert "scripts/run.py:3: helpers: not next to the importing script, but utils/helpers.py" in text
+    assert "utils/mylib/ in this folder" in text

@@ -201,6 +201,22 @@ def _is_local(module: str, script_dir: Path, cache: dict[Path, frozenset[str]] |
     return module.split(".")[0] in names
 
 
+def _tree_modules(files: list[Path], base: Path) -> dict[str, str]:
+    """Module names the scanned tree itself defines anywhere (``x.py`` files and folders holding
+    ``.py`` files) -> the first such path. Only consulted for names no resolver knows, so a
+    folder named like a real package (``jarvis/``) never hides it."""
+    out: dict[str, str] = {}
+    for f in files:
+        if not f.name.endswith(".py"):
+            continue
+        rel = _rel(f, base)
+        parts = rel.split("/")
+        out.setdefault(f.name[:-3], rel)
+        for i, d in enumerate(parts[:-1]):
+            out.setdefault(d, "/".join(parts[:i + 1]) + "/")
+    return out
+
+
 def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = ()) -> ScanResult:
     root = Path(root)
     if not root.exists():
@@ -320,10 +336,19 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = ()) -
                                      "from it (give a site-packages folder)"))
     resolver = Resolver(pyenv)
     records = []
+    tree_modules: dict[str, str] | None = None
     for key in sorted(found, key=str.lower):
         occ = found[key]
         res = resolver.resolve(key)
         if res.resolved_with == "identity-guess":
+            if tree_modules is None:
+                tree_modules = _tree_modules(files, base)
+            where = tree_modules.get(key.split(".")[0])
+            if where is not None:  # no known distribution, but the contribution has code of that name
+                local_mods.add(key.split(".")[0])
+                warnings.append(Warning_(occ[0][0], f"{key}: not next to the importing script, but {where} in this "
+                                         "folder has that name (a sys.path change?); treated as local code"))
+                continue
             warnings.append(Warning_(occ[0][0], f"{key}: {res.note}"))
         locs = tuple(sorted({loc for loc, _ in occ}, key=lambda x: (x.path, x.cell or 0, x.line or 0)))
         records.append(ImportRecord(key, res.distribution, res.resolved_with, all(o for _, o in occ), locs, res.note))

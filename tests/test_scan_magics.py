@@ -3,6 +3,9 @@ inside indented blocks keep the file parseable (no fallback), line numbers never
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from pyrepro.scan import python as pysrc
 
 
@@ -52,3 +55,22 @@ def test_parse_code__type_checking_and_suppress__optional() -> None:
             "import contextlib\nwith contextlib.suppress(ImportError):\n    import b2\nwith open('x') as f:\n    import c3\n")
     assert _flags(code) == [("typing", False), ("pandas", True), ("numpy", False), ("contextlib", False),
                             ("b2", True), ("c3", False)]
+
+
+_LINES = st.lists(st.sampled_from(["import a", "if x:", "    !pip install b \\", "    c", "%time import d",
+                                   "%timeit -n 1", "  %cd x", "!ls", "def f():", "    %prun -s t import e", "",
+                                   "x = 1  # !", "%%time", "\tpass"]), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_LINES)
+def test_blank_magics__any_lines__line_count_and_plain_lines_kept(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    clean, cmds = pysrc.blank_magics(text)
+    out = clean.split("\n")
+    assert len(out) == len(text.split("\n"))
+    for before, after in zip(text.split("\n"), out, strict=True):
+        if not before.lstrip().startswith(("!", "%")):
+            assert after in (before, "")  # kept, or blanked as a '!cmd \\' continuation
+    assert all(1 <= ln <= len(out) for _, ln in cmds)
+    pysrc.parse_code(text)  # never raises

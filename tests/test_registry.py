@@ -44,7 +44,7 @@ def test_load_registry__committed_models__fixed_names_pins_and_facts() -> None:
         assert spec.source.subdir == f"jarvis_leaderboard/contributions/{up}"
         assert spec.source.nar_hash and spec.source.benchmarks_nar_hash, spec.name
         assert spec.submitted is not None and spec.submitted.year == 2023
-        assert spec.entry == (("ipython", "run.py") if spec.name == "elemnet" else ("python", "run.py"))
+        assert spec.entry == (("ipython", "run.py", "--") if spec.name == "elemnet" else ("python", "run.py"))
         assert spec.test.args == ("--test",) and spec.test.description
         assert spec.dependencies.scanned, spec.name
         assert all(p.reason for p in spec.dependencies.pins)
@@ -161,7 +161,7 @@ def test_cli_models_and_show__json__registry_data(capsys: pytest.CaptureFixture[
     assert len(rows) == 15 and {"name": "elemnet", "gpu": "none"}.items() <= rows[4].items()
     assert main(["show", "ElemNet1", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert shown["name"] == "elemnet" and shown["entry"] == ["ipython", "run.py"]
+    assert shown["name"] == "elemnet" and shown["entry"] == ["ipython", "run.py", "--"]
     assert "tensorflow==2.10.1" in shown["dependencies"]
     assert shown["source"]["tree"] == "fe03830a2841536196f0a97054198d22cf2b41be"
 

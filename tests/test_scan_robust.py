@@ -61,3 +61,17 @@ def test_scan_path__unknown_name_defined_elsewhere_in_tree__local_with_warning(t
     text = "\n".join(map(str, res.warnings))
     assert "scripts/run.py:3: helpers: not next to the importing script, but utils/helpers.py" in text
     assert "utils/mylib/ in this folder" in text
+
+
+def test_parse_code__python2_with_imports_in_docstrings__fallback_skips_strings() -> None:
+    code = ('"""Usage:\nimport notreal\nfrom alsonotreal import x\n"""\nprint "py2"\nimport numpy\n'
+            's = """\nimport fake3\n"""\nif True:\n    import scipy.stats\nx = \'a\\\nimport fake4\'\n')
+    parsed = pysrc.parse_code(code)
+    assert parsed.fallback
+    assert [(i.module, i.line) for i in parsed.imports] == [("numpy", 6), ("scipy.stats", 11)]
+    assert parsed.python2 == ((5, "print statement"),)
+
+
+def test_parse_code__untokenizable_python2__fallback_still_reads_lines() -> None:
+    parsed = pysrc.parse_code('"""doc\nimport inside\n"""\nimport os, cPickle\nprint "x"\nx = """unterminated\n')
+    assert [i.module for i in parsed.imports] == ["os", "cPickle"]

@@ -258,12 +258,31 @@ class _Visitor(ast.NodeVisitor):
             self.commands.append(("ipython", self._line(node)))
 
 
+def _string_lines(text: str) -> frozenset[int]:
+    """Lines (1-based) that continue a multi-line string token, found with the tokenizer (which
+    also reads most Python 2 code); on a tokenizer error, the lines found so far."""
+    inside: set[int] = set()
+    if '"""' not in text and "'''" not in text and "\\\n" not in text:
+        return frozenset()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+                inside.update(range(tok.start[0] + 1, tok.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass
+    return frozenset(inside)
+
+
 def _fallback(text: str, line_offset: int) -> tuple[list[RawImport], list[tuple[int, str]]]:
-    """Line-level import finder for code that does not parse (Python 2, syntax errors)."""
+    """Line-level import finder for code that does not parse (Python 2, syntax errors); lines
+    inside multi-line strings (per the tokenizer) are skipped."""
     imports: list[RawImport] = []
     py2: list[tuple[int, str]] = []
     depth_try = 0
+    in_string = _string_lines(text)
     for i, line in enumerate(text.split("\n"), 1 + line_offset):
+        if i - line_offset in in_string:  # 'import x' inside a docstring or other multi-line string
+            continue
         stripped = line.strip()
         if stripped.startswith("try:"):
             depth_try = len(line) - len(line.lstrip()) + 1

@@ -60,10 +60,12 @@ def test_load_registry__committed_models__fixed_names_pins_and_facts() -> None:
     assert "ALIGNN" in reg.get("cgcnn").predictions[0].note or "alignn" in reg.get("cgcnn").predictions[0].note
     mf = reg.get("matformer").extra_sources
     assert [(e.name, e.commit, e.install, e.hash) for e in mf] == [
-        ("matformer", "48f29d7e244974128f64a5a662486a8a10e2bb9f", "package", None)]
+        ("matformer", "48f29d7e244974128f64a5a662486a8a10e2bb9f", "package",
+         "sha256-gQE+DN9MLIHNC+vecvAARrJJrHU3Otz4J8Z2vML//x8=")]
     cg = reg.get("cgcnn").extra_sources
     assert [(e.name, e.commit, e.install) for e in cg] == [("cgcnn", "f42ab233c4ee0c416879d6bc2d22a264418413ad", "tree")]
-    assert "unverified" in reg.get("matformer").notes and "unverified" in reg.get("cgcnn").notes
+    assert all((e.hash or "").startswith("sha256-") for m in ("matformer", "cgcnn") for e in reg.get(m).extra_sources)
+    assert "No real Nix fetch" in reg.get("matformer").notes and "No real Nix fetch" in reg.get("cgcnn").notes
 
 
 @pytest.mark.upstream

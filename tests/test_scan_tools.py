@@ -55,3 +55,12 @@ def test_scan_path__target_contribution__entry_points_and_tools(upstream: Path, 
     scripts, tools = UPSTREAM_TOOLS[folder]
     assert [e.script for e in res.entry_points] == scripts
     assert res.to_json()["runtime_tools"] == tools
+
+
+def test_parse_code__sys_executable_and_split_commands__recorded() -> None:
+    from pyrepro.scan import python as pysrc
+
+    parsed = pysrc.parse_code("import subprocess, sys\n"
+                              "subprocess.check_call([sys.executable, '-m', 'pip', 'install', 'alignn'])\n"
+                              "subprocess.run('git clone https://x/y.git'.split())\n")
+    assert parsed.commands == (("python -m pip install alignn", 2), ("git clone https://x/y.git", 3))

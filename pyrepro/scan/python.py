@@ -160,6 +160,11 @@ def _const_str(node: ast.AST | None) -> str | None:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # 'zip ' + name
         left = _const_str(node.left)
         return left
+    if isinstance(node, ast.Attribute) and node.attr == "executable" and isinstance(node.value, ast.Name) and \
+            node.value.id == "sys":  # [sys.executable, "-m", "pip", ...]
+        return "python"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "split":
+        return _const_str(node.func.value)  # "git clone x".split()
     if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
         first = _const_str(node.elts[0])
         return " ".join([first] + [s for e in node.elts[1:] if (s := _const_str(e))]) if first else None

@@ -103,7 +103,7 @@ class Drift:
     location: Location | None = None
 
     def __str__(self) -> str:
-        return f"{self.package} {self.declared} → {self.locked}"
+        return f"{self.package} {self.declared} -> {self.locked}"
 
     def to_json(self) -> dict[str, object]:
         return {"package": self.package, "declared": self.declared, "locked": self.locked,

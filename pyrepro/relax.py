@@ -423,6 +423,23 @@ def rule_nearest_release(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Ste
         return Step("nearest-release", p.package, reqs[i], new,
                     f"{p.package} {wanted} does not exist on the index; nearest release is {near}",
                     _edit(reqs, i, new))
+    # contradictory exact pins in one requirement (two versions declared, e.g. "==1.0.2,==1.2.0"):
+    # keep the newest pinned version that exists, drop the other pins
+    for i in find(reqs, p.package):
+        r = _parse(reqs[i])
+        if r is None:
+            continue
+        exact = [sp.version for sp in r.specifier if sp.operator == "==" and "*" not in sp.version]
+        if len(exact) < 2:
+            continue
+        existing = [v for v in exact if v in available]
+        if not existing:
+            continue
+        keep = max(existing, key=Version)
+        new = _format(r.name, r, f"=={keep}")
+        return Step("nearest-release", p.package, reqs[i], new,
+                    f"{p.package} is pinned to several versions ({', '.join(exact)}); kept the newest, {keep}",
+                    _edit(reqs, i, new))
     # a range no release satisfies (e.g. ">=9"): drop the bound
     for i in find(reqs, p.package):
         r = _parse(reqs[i])

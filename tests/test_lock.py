@@ -336,3 +336,47 @@ def test_reuse_lock__different_dependencies__refused_naming_both_hashes(tmp_path
         lock.reuse_lock(reg.select(["kgcnn_megnet"])[0], reg.select(["kgcnn_cogn"])[0])
     assert "content hash" in str(e.value) and "kgcnn_megnet" in str(e.value)
     assert not (models / "kgcnn_megnet" / "pdm.lock").exists()
+
+
+SCEN = Path(__file__).parent / "scenarios" / "lock"
+
+
+@pytest.mark.integration
+@pytest.mark.network
+@pytest.mark.parametrize("folder", ["matbench_example", "free_text"])
+def test_cli_init_then_lock_project__matbench_style_folder__category_1_to_3_readable_log(
+        folder: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    import tomllib
+
+    from pyrepro.cli import main
+    models = tmp_path / "models"
+    assert main(["init", str(SCEN / folder), "--name", "ex", "--models-dir", str(models)]) == 0
+    capsys.readouterr()
+    code = main(["lock", "--project", str(models / "ex"), "--python", "3.10", "--no-aarch64", "--timeout", "8",
+                 "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "Traceback" not in out + err
+    rec = tomllib.loads((models / "ex" / "lock.toml").read_text())
+    assert rec["category"] in (1, 2, 3) and json.loads(out)[0]["category"] == rec["category"]
+    for step in rec["steps"]:  # every relaxation names its rule, the change and the error behind it
+        assert step["rule"] and step["trigger"].strip() and step["reason"]
+    assert main(["lock", "--check", "--project", str(models / "ex")]) == 0
+    if folder == "matbench_example":
+        # matbench==0.1.0 never existed; the contradictory scikit-learn pins cannot both hold
+        assert rec["category"] == 2 and {s["package"] for s in rec["steps"]} >= {"matbench", "scikit-learn"}
+        assert any(d.startswith("matbench 0.1.0 -> ") for d in rec["drift"])
+        assert "scikit-learn==1.2.0" in rec["requirements"]
+
+
+def test_relax__contradictory_exact_pins__newest_existing_kept() -> None:
+    # pdm 2.29.4 on info.json {"scikit-learn": ["1.0.2", "1.2.0"]} -> "scikit-learn==1.0.2,==1.2.0"
+    msg = (MSG / "pdm" / "contradictory_pins.txt").read_text()
+    s = _step(msg, ("matbench==0.2", "scikit-learn==1.0.2,==1.2.0"),
+              {"scikit-learn": ("1.0.1", "1.0.2", "1.1.0", "1.2.0", "1.3.0")})
+    assert s is not None and (s.rule, s.after) == ("nearest-release", "scikit-learn==1.2.0")
+    assert "1.0.2, 1.2.0" in s.reason
+    # neither pinned version exists: the bound is dropped instead
+    s2 = _step(msg, ("scikit-learn==0.0.1,==0.0.2",), {"scikit-learn": ("1.2.0",)})
+    assert s2 is not None and s2.after == "scikit-learn"

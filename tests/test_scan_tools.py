@@ -64,3 +64,17 @@ def test_parse_code__sys_executable_and_split_commands__recorded() -> None:
                               "subprocess.check_call([sys.executable, '-m', 'pip', 'install', 'alignn'])\n"
                               "subprocess.run('git clone https://x/y.git'.split())\n")
     assert parsed.commands == (("python -m pip install alignn", 2), ("git clone https://x/y.git", 3))
+
+
+def test_scan_shell__launchers_and_interpreter_options__entry_points() -> None:
+    from pyrepro.scan import shell
+
+    sh = shell.scan_shell("srun -n 1 python train.py --x\n/usr/bin/env python3 a.py\nconda run -n e python b.py\n"
+                          "conda activate env\npython -c 'import x' c.py\npython -m pkg.main d.py\n"
+                          "CUDA_VISIBLE_DEVICES=0 timeout 100 python3.10 -u -W ignore e.py\nmpirun -np 4 python f.py > log\n"
+                          "for f in 1 2; do python g.py; done\npython -m pip install x\n")
+    assert [(s, ln) for _, s, ln in sh.entry_points] == [("train.py", 1), ("a.py", 2), ("b.py", 3), ("e.py", 7),
+                                                         ("f.py", 8), ("g.py", 9)]
+    tools = [(c.tool, c.line) for c in sh.commands]
+    assert ("srun", 1) in tools and ("python", 1) in tools and ("pip", 10) in tools and ("mpirun", 8) in tools
+    assert ("python3.10", 7) in tools and ("timeout", 7) in tools

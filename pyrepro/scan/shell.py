@@ -49,17 +49,54 @@ def _split(line: str) -> list[list[str]]:
     return [g for g in groups if g]
 
 
+# Words that start a simple command before the real tool (``do python x.py``, ``VAR=1 python``).
+_LEADING = {"nohup", "time", "exec", "sudo", "do", "then", "else", "elif", "if", "while", "until", "!", "{", "(",
+            "command", "builtin"}
+# Launchers: recorded themselves, and the command they launch (after their options) too.
+LAUNCHERS = {"srun", "mpirun", "mpiexec", "env", "timeout", "nice", "ionice", "stdbuf", "taskset", "numactl",
+             "xvfb-run", "singularity", "apptainer", "conda", "mamba", "micromamba", "uv", "poetry", "pdm", "pipenv",
+             "xargs"}
+_RUNNERS = {"conda", "mamba", "micromamba", "uv", "poetry", "pdm", "pipenv"}  # only with their 'run' subcommand
+_LAUNCHED = re.compile(r"^(?:.*/)?(i?python[\d.]*|jupyter|papermill|bash|sh|zip|pip[\d.]*)$")
+
+
 def command_tools(cmd: str) -> list[tuple[str, tuple[str, ...]]]:
-    """(tool, argv) of each simple command in a command line (for os.system strings too)."""
-    out = []
+    """(tool, argv) of each simple command in a command line (for os.system strings too).
+
+    Leading keywords and assignments are skipped (``do``, ``VAR=1``); launchers (``srun -n 1
+    python x.py``, ``conda run -n env python x.py``, ``/usr/bin/env python3 x.py``) give both the
+    launcher and the launched command; ``python -m pip install x`` gives ``python`` and ``pip``."""
+    out: list[tuple[str, tuple[str, ...]]] = []
     for argv in _split(cmd):
         i = 0
-        while i < len(argv) and (re.match(r"^\w+=", argv[i]) or argv[i] in ("nohup", "time", "exec", "sudo")):
+        while i < len(argv) and (re.match(r"^[A-Za-z_]\w*=", argv[i]) or argv[i] in _LEADING):
             i += 1
-        if i < len(argv):
-            tool = argv[i].rsplit("/", 1)[-1]
-            out.append((tool, tuple(argv[i:])))
+        if i >= len(argv):
+            continue
+        tool = argv[i].rsplit("/", 1)[-1]
+        out.append((tool, tuple(argv[i:])))
+        if tool in LAUNCHERS and not (tool in _RUNNERS and "run" not in argv[i + 1:i + 3]):
+            j = next((k for k in range(i + 1, len(argv)) if _LAUNCHED.match(argv[k])), None)
+            if j is not None:
+                i, tool = j, argv[j].rsplit("/", 1)[-1]
+                out.append((tool, tuple(argv[j:])))
+        if re.fullmatch(r"python[\d.]*", tool) and argv[i + 1:i + 2] == ["-m"] and len(argv) > i + 2 and \
+                argv[i + 2] in ("pip", "pip3", "conda"):
+            out.append((argv[i + 2], tuple(argv[i + 2:])))
     return out
+
+
+def _script_of(argv: tuple[str, ...]) -> str | None:
+    """The script a ``python ...`` command runs: the first argument after the interpreter's own
+    options (``-u``, ``-W ignore``, ``-X dev``); None for ``-c``/``-m`` or a non-Python file."""
+    k = 1
+    while k < len(argv) and argv[k].startswith("-"):
+        if argv[k] in ("-c", "-m") or argv[k] == "-":
+            return None
+        k += 2 if argv[k] in ("-W", "-X", "--check-hash-based-pycs") else 1
+    if k < len(argv) and argv[k].endswith((".py", ".ipynb")):
+        return argv[k]
+    return None
 
 
 def scan_shell(text: str) -> ShellScan:
@@ -78,7 +115,7 @@ def scan_shell(text: str) -> ShellScan:
                 continue
             commands.append(ShellCommand(tool, argv, n))
             if re.fullmatch(r"(i?python)(\d(\.\d+)?)?", tool):
-                script = next((a for a in argv[1:] if a.endswith(".py") or a.endswith(".ipynb")), None)
+                script = _script_of(argv)
                 if script:
                     entries.append(("ipython" if tool.startswith("ipython") else "python", script, n))
     return ShellScan(tuple(commands), tuple(entries), slurm)

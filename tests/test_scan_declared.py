@@ -60,3 +60,12 @@ def test_parse_info_json__nested_groups_and_bare_versions__no_version_taken_for_
 def test_parse_info_json__package_with_dict_value__name_kept_not_its_keys() -> None:
     ms = metadata.parse_info_json(json.dumps({"requirements": {"torch": {"version": "1.12"}}}), "info.json")
     assert [d.name for d in ms.declared] == ["torch"]
+
+
+def test_req__simple_specs_fast_path__same_names_as_pep508() -> None:
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    for spec in ("numpy", "numpy==1.2", "Scikit_Learn>=1.0", "torch==1.12.0+cu113", "pkg-1", "a.b~=2.0", "x!=3"):
+        d = metadata._req(spec, "requirements.txt", 1, [])
+        assert d is not None and d.name == canonicalize_name(Requirement(spec).name), spec

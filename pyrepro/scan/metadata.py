@@ -61,6 +61,9 @@ def _line_of(text: str, needle: str) -> int | None:
     return None
 
 
+_SIMPLE_REQ = re.compile(r"^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:(?:==|>=|<=|~=|!=|<|>)\s*[A-Za-z0-9.*+!_-]+)?$")
+
+
 def _req(s: str, path: str, line: int | None, warnings: list[tuple[str, int | None, str]]) -> Declared | None:
     s = s.strip()
     if not s:
@@ -72,6 +75,9 @@ def _req(s: str, path: str, line: int | None, warnings: list[tuple[str, int | No
             return Declared(canonicalize_name(egg.group(1)), s, path, line)
         warnings.append((path, line, f"{s[:80]!r} is a VCS/editable entry without #egg=; ignored"))
         return None
+    simple = _SIMPLE_REQ.match(s)
+    if simple:  # 'name' / 'name==1.2' (most lines of exported environments): no full PEP 508 parse needed
+        return Declared(canonicalize_name(simple.group(1)), s, path, line)
     if s.startswith("-"):
         if re.match(r"^(-r|-c|--requirement|--constraint)\b", s):
             warnings.append((path, line, f"{s[:80]!r} names another requirements file; not followed (scan it too)"))

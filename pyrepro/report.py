@@ -37,8 +37,8 @@ def _read_json(p: Path) -> dict[str, Any] | None:
 
 
 SUMMARY = "last-run.json"
-_RUN_KEYS = ("benchmark", "test", "started", "seconds", "exit_code", "error", "source", "lock", "patches",
-             "environment", "gpu", "data", "seeds", "outputs", "verdict")
+_RUN_KEYS = ("benchmark", "test", "started", "seconds", "exit_code", "error", "stage", "source", "lock", "patches",
+             "environment", "gpu", "data", "source_protection", "seeds", "outputs", "verdict")
 
 
 def _scrub(x: Any, replacements: list[tuple[str, str]]) -> Any:
@@ -146,7 +146,7 @@ def model_status(spec: Any, paths: Paths) -> dict[str, Any]:
     run = _default_run(spec, summary)
     imports = summary.get("imports")
     others = {b: {"exit_code": r.get("exit_code"), "seconds": r.get("seconds"), "data": (r.get("data") or {}).get("kind"),
-                  "verdict": r.get("verdict")}
+                  "verdict": r.get("verdict"), "error": r.get("error")}
               for b, r in (summary.get("runs") or {}).items() if not run or b != run_key(run)}
     return {
         "name": spec.name, "upstream": spec.upstream_name, "python": spec.python, "gpu": spec.gpu,
@@ -154,10 +154,11 @@ def model_status(spec: Any, paths: Paths) -> dict[str, Any]:
         "scanned": list(spec.dependencies.scanned),
         "lock": lock,
         "patches": pts,
-        "build": ({"backend": run["environment"]["backend"], "env_key": run["environment"]["env_key"],
-                   "python": run["environment"]["python"]} if run and "environment" in run else None),
+        "build": ({"backend": run["environment"]["backend"], "env_key": run["environment"].get("env_key"),
+                   "python": run["environment"].get("python")}
+                  if run and (run.get("environment") or {}).get("backend") else None),
         "imports": imports,
-        "run": ({k: run.get(k) for k in ("benchmark", "test", "started", "seconds", "exit_code", "error")}
+        "run": ({k: run.get(k) for k in ("benchmark", "test", "started", "seconds", "exit_code", "error", "stage")}
                 | {"data": run.get("data", {}).get("kind"), "verdict": run.get("verdict")} if run else None),
         "other_runs": others,
         "nix": NIX_NOTE,
@@ -190,7 +191,12 @@ def render_markdown(rep: dict[str, Any]) -> str:
         lock = f"{lk['category']}: {lk['label']}" if lk.get("category") else "not locked"
         pcats = sorted({p["category"] for p in m["patches"]})
         patches_s = f"{len(m['patches'])} ({', '.join(pcats)})" if m["patches"] else "none yet"
-        build = f"ok, Python {m['build']['python']}" if m["build"] else "not built"
+        if m["build"]:
+            build = f"ok, Python {m['build']['python']}"
+        elif m["run"] and m["run"].get("stage") == "build":
+            build = "failed (see verdict)"
+        else:
+            build = "not built"
         imp = m["imports"]
         if imp:
             bad = [r for r in imp.get("results", []) if r[1] != "ok"]
@@ -233,8 +239,11 @@ def render_markdown(rep: dict[str, Any]) -> str:
         else:
             out.append("- Test run: not run yet.")
         for b, r in sorted(m.get("other_runs", {}).items()):
-            out.append(f"- Run ({r.get('data')} data, {b}): exit {r.get('exit_code')}, {r.get('seconds')} s; "
-                       f"verdict {(r.get('verdict') or {}).get('tier')}.")
+            line = (f"- Run ({r.get('data')} data, {b.split('/')[0]}): exit {r.get('exit_code')}, {r.get('seconds')} s; "
+                    f"verdict {(r.get('verdict') or {}).get('tier')}.")
+            if r.get("error"):
+                line += f" {str(r['error'])[:300]}"
+            out.append(line)
         out.append(f"- Nix package: {m['nix']}.")
         if m["gpu"] != "none":
             out.append(f"- GPU ({m['gpu']}): {m['gpu_runs']}.")

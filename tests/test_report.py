@@ -61,7 +61,7 @@ def test_refresh_summaries__two_benchmarks__newest_each_no_paths(tmp_path: Path)
     assert m["other_runs"]["other_bench/fixture"]["verdict"]["tier"] == "failed"
     assert m["other_runs"]["dft_3d_exfoliation_energy/jarvis"]["verdict"]["tier"] == "failed"
     md = report.render_markdown(rep)
-    assert "| mini |" in md and "Run (fixture data, other_bench/fixture): exit 1" in md
+    assert "| mini |" in md and "Run (fixture data, other_bench): exit 1" in md
 
 
 def test_refresh_summaries__no_records__writes_nothing(tmp_path: Path) -> None:
@@ -70,3 +70,19 @@ def test_refresh_summaries__no_records__writes_nothing(tmp_path: Path) -> None:
     paths = Paths(root=root, cache=tmp_path / "cache")
     assert report.refresh_summaries(load_registry(paths.models), paths) == []
     assert not (root / "models" / "mini" / "last-run.json").exists()
+
+
+def test_render_markdown__build_failed__says_failed_not_built(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    shutil.copytree(SC / "models", root / "models")
+    paths = Paths(root=root, cache=tmp_path / "cache")
+    reg = load_registry(paths.models)
+    fail = run._failure_record(reg.get("mini"), "dft_3d_exfoliation_energy", True, "20260103T000000Z", "fixture",
+                               "build", NetworkError("pip could not reach PyPI"))
+    d = paths.cache / "runs" / "mini" / "20260103T000000Z"
+    d.mkdir(parents=True)
+    (d / "record.json").write_text(json.dumps(fail))
+    report.refresh_summaries(reg, paths)
+    md = report.render_markdown(report.build_report(reg, paths))
+    row = next(line for line in md.splitlines() if line.startswith("| mini |"))
+    assert "failed (see verdict)" in row and "build failed: pip could not reach PyPI" in row

@@ -132,6 +132,11 @@ def register(app: typer.Typer) -> None:
                 rows.append([r.model, r.benchmark, str(r.data.get("exit_code", "-")), str(r.data.get("seconds", "-")),
                              v.tier if v else "failed", (v.reason if v else (r.error or ""))[:90]])
             typer.echo(table(rows, ["model", "benchmark", "exit", "seconds", "verdict", "reason"]))
+            for r in records:
+                if r.error:
+                    typer.echo(f"{r.model}: {r.error}", err=True)
+                elif not r.ok and r.record_path.name == "record.json":
+                    typer.echo(f"{r.model}: logs in {r.record_path.parent / 'logs'}", err=True)
             if records and records[0].data.get("data", {}).get("kind") == "fixture":
                 typer.echo("data: pyrepro fixture (offline); it proves executability, never a numerical result")
         failed = [r.model for r in records if not r.ok]

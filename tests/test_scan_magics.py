@@ -74,3 +74,19 @@ def test_blank_magics__any_lines__line_count_and_plain_lines_kept(lines: list[st
             assert after in (before, "")  # kept, or blanked as a '!cmd \\' continuation
     assert all(1 <= ln <= len(out) for _, ln in cmds)
     pysrc.parse_code(text)  # never raises
+
+
+def test_parse_code__nbconvert_export_magic_calls__imports_and_commands() -> None:
+    code = ("get_ipython().run_line_magic('matplotlib', 'inline')\n"
+            "get_ipython().run_line_magic('time', 'import lightgbm')\n"
+            "get_ipython().run_line_magic('timeit', '-n1 import xgboost')\n"
+            "get_ipython().getoutput('wget http://x/y')\n"
+            "get_ipython().run_line_magic('pip', 'install ase')\n")
+    parsed = pysrc.parse_code(code)
+    assert [(i.module, i.line) for i in parsed.imports] == [("lightgbm", 2), ("xgboost", 3)]
+    assert [c for c in parsed.commands if c[0] != "ipython"] == [("wget http://x/y", 4), ("pip install ase", 5)]
+
+
+def test_parse_code__pip_and_conda_line_magics__commands() -> None:
+    parsed = pysrc.parse_code("%pip install torch\n%conda install -c conda-forge rdkit\n%sx ls\n%matplotlib inline\n")
+    assert parsed.commands == (("pip install torch", 1), ("conda install -c conda-forge rdkit", 2), ("ls", 3))

@@ -70,6 +70,17 @@ def _line_magic_code(body: str) -> str | None:
     return rest or None
 
 
+def _line_magic_command(name: str, arg: str) -> str | None:
+    """The shell command of ``%pip install x`` / ``%conda install x`` (``pip install x``) and of
+    ``%sx cmd`` / ``%system cmd`` (``cmd``); None for other magics."""
+    arg = arg.strip()
+    if name in ("pip", "conda", "mamba") and arg:
+        return f"{name} {arg}"
+    if name in ("sx", "system") and arg:
+        return arg
+    return None
+
+
 def _indent_of(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
@@ -89,6 +100,9 @@ def blank_magics(text: str) -> tuple[str, list[tuple[str, int]]]:
             body = line if cont else m.group(2)  # type: ignore[union-attr]
             if not cont and body.startswith("!"):
                 commands.append((body[1:].strip(), i))
+            elif not cont and (lm := re.match(r"%(\w+)\s*(.*)$", body)) and \
+                    (line_cmd := _line_magic_command(lm.group(1), lm.group(2))):
+                commands.append((line_cmd, i))
             indent = m.group(1) if (m and not cont) else ""
             code = _line_magic_code(body) if (m and not cont) else None
             cont = line.rstrip().endswith("\\")
@@ -249,10 +263,21 @@ class _Visitor(ast.NodeVisitor):
                 self.commands.extend(sub.commands)
                 self.warnings.extend(sub.warnings)
                 self.python2.extend(sub.python2)
-        elif name in ("run_line_magic", "system") and isinstance(fn, ast.Attribute) and \
+        elif name in ("run_line_magic", "system", "getoutput") and isinstance(fn, ast.Attribute) and \
                 isinstance(fn.value, ast.Call) and getattr(fn.value.func, "id", "") == "get_ipython":
-            if name == "system" and node.args and (cmd := _const_str(node.args[0])):
+            if name in ("system", "getoutput") and node.args and (cmd := _const_str(node.args[0])):
                 self.commands.append((cmd, self._line(node)))
+            elif name == "run_line_magic" and len(node.args) >= 2:
+                magic, line_arg = _const_str(node.args[0]) or "", _const_str(node.args[1]) or ""
+                line_cmd = _line_magic_command(magic, line_arg)
+                code = _line_magic_code(f"%{magic} {line_arg}")
+                if line_cmd:
+                    self.commands.append((line_cmd, self._line(node)))
+                elif code is not None and self.depth < 3:  # run_line_magic('time', 'import x')
+                    sub = parse_code(code, line_offset=self._line(node) - 1, depth=self.depth + 1)
+                    self.imports.extend(RawImport(i.module, i.line, i.optional or self.optional > 0, i.relative,
+                                                  i.dynamic) for i in sub.imports)
+                    self.commands.extend(sub.commands)
         elif name in SHELL_CALLS and node.args:
             arg = node.args[0]
             cmd = self.string_at(arg.id, node.lineno) if isinstance(arg, ast.Name) else _const_str(arg)

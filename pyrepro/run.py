@@ -425,7 +425,10 @@ def model_distributions(spec: ModelSpec) -> list[str]:
 
 
 def scanned_modules(spec: ModelSpec, built: BuiltModel) -> list[str]:
-    """The third-party modules the (patched, staged) source imports unconditionally, per the scanner."""
+    """The third-party modules the (patched, staged) source imports unconditionally, per the scanner.
+
+    Modules of distributions the registry removes after review (``dependencies.remove``) are left out.
+    """
     try:
         from pyrepro.scan import scan_path
     except ImportError:  # the scanner is optional here: the distributions' modules still get imported
@@ -434,8 +437,14 @@ def scanned_modules(spec: ModelSpec, built: BuiltModel) -> list[str]:
         res = scan_path(built.src_dir, python=spec.python)
     except Exception:  # a scan failure must not hide the import check; distributions are still checked
         return []
+    from packaging.utils import canonicalize_name
+
     runtime = {p.stem for p in built.runtime_dir.iterdir()} if built.runtime_dir.is_dir() else set()
-    return sorted({r.module for r in res.imports if r.distribution and not r.optional and r.module not in runtime})
+    # distributions removed by review (model.toml dependencies.remove) belong to scripts the run never uses
+    removed = {canonicalize_name(d) for d in spec.dependencies.remove}
+    return sorted({r.module for r in res.imports
+                   if r.distribution and not r.optional and r.module not in runtime
+                   and canonicalize_name(r.distribution) not in removed})
 
 
 def check_imports(spec: ModelSpec, built: BuiltModel, *, modules: Sequence[str] = (),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -24,6 +25,8 @@ def test_check_imports__mini_env__scanned_ok_unknown_reported(tmp_path: Path) ->
     spec = load_registry(paths.models).get("mini")
     built = local.build(spec, paths, mirror=SC / "mirror")
     assert run.scanned_modules(spec, built) == ["six"]
+    removed = dataclasses.replace(spec, dependencies=dataclasses.replace(spec.dependencies, remove=("Six",)))
+    assert run.scanned_modules(removed, built) == []
     rows = run.check_imports(spec, built)
     assert ("six", "ok", "") in rows and all(r[1] == "ok" for r in rows)
     bad = run.check_imports(spec, built, modules=["six", "no_such_module_xyz"])

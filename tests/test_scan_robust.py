@@ -75,3 +75,11 @@ def test_parse_code__python2_with_imports_in_docstrings__fallback_skips_strings(
 def test_parse_code__untokenizable_python2__fallback_still_reads_lines() -> None:
     parsed = pysrc.parse_code('"""doc\nimport inside\n"""\nimport os, cPickle\nprint "x"\nx = """unterminated\n')
     assert [i.module for i in parsed.imports] == ["os", "cPickle"]
+
+
+def test_scan_path__single_unreadable_kind_of_file__warning_not_silence(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("import numpy\n")
+    res = scan_path(tmp_path / "notes.txt")
+    assert res.distributions == () and "notes.txt: not a file the scanner reads" in str(res.warnings[0])
+    (tmp_path / "run.py").write_text("import numpy\n")
+    assert scan_path(tmp_path).warnings == ()  # inside a folder other files are skipped silently

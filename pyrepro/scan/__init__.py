@@ -287,6 +287,9 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = ()) -
             wanted = lower.endswith((".py", ".ipynb")) or lower in meta.PARSERS or \
                 lower.endswith((".sh", ".bash", ".slurm", ".sbatch", ".job", ".pbs")) or lower in ("run", "job")
             if not wanted:
+                if f == root:  # a single file was asked for
+                    warnings.append(Warning_(Location(rel), "not a file the scanner reads (.py, .ipynb, shell "
+                                             "scripts, metadata.json, info.json, environment.yml, requirements.txt)"))
                 continue
             data = f.read_bytes()
         except OSError as exc:

@@ -157,6 +157,7 @@ def readonly_prefix(folder: Path, runner: Runner = proc.run) -> tuple[list[str],
 
 
 SEED_CALLS = {"seed", "set_seed", "manual_seed", "set_random_seed"}
+SEED_NAMES = {"random_state", "seed", "split_seed", "random_seed"}
 
 
 def static_seeds(script: Path) -> list[str]:
@@ -173,8 +174,23 @@ def static_seeds(script: Path) -> list[str]:
             if name in SEED_CALLS and node.args and isinstance(node.args[0], ast.Constant):
                 out.append(f"{ast.unparse(fn)}({node.args[0].value!r}) at line {node.lineno}")
             for kw in node.keywords:
-                if kw.arg in ("random_state", "seed", "split_seed") and isinstance(kw.value, ast.Constant):
+                if kw.arg in SEED_NAMES and isinstance(kw.value, ast.Constant):
                     out.append(f"{kw.arg}={kw.value.value!r} at line {node.lineno}")
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            # parameter defaults: def get_train_val_loaders(..., split_seed=123)
+            args = node.args
+            pos = args.posonlyargs + args.args
+            pairs = list(zip(pos[len(pos) - len(args.defaults):], args.defaults, strict=True))
+            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
+            for a, d in pairs:
+                if a.arg in SEED_NAMES and isinstance(d, ast.Constant) and d.value is not None:
+                    out.append(f"{a.arg}={d.value!r} (default of {node.name}) at line {d.lineno}")
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) \
+                and isinstance(node.value.value, int) and not isinstance(node.value.value, bool):
+            # module constants used as seeds: SEED = 42, random_seed = 1234567
+            for t in node.targets:
+                if isinstance(t, ast.Name) and t.id.lower() in SEED_NAMES | {"random_seed", "rand_seed"}:
+                    out.append(f"{t.id}={node.value.value!r} at line {node.lineno}")
     return out
 
 

@@ -110,6 +110,8 @@ def test_static_seeds__calls_and_keywords(tmp_path: Path) -> None:
     p.write_text("import random\nrandom.seed(123)\nnp.random.seed(0)\nf(random_state=0)\ntf.random.set_seed(7)\n")
     seeds = run.static_seeds(p)
     assert len(seeds) == 4 and "random.seed(123) at line 2" in seeds[0]
+    p.write_text("SEED = 42\ndef load(a, val_ratio=0.1, split_seed=123, *, seed=None):\n    pass\nflag = True\n")
+    assert sorted(run.static_seeds(p)) == ["SEED=42 at line 1", "split_seed=123 (default of load) at line 2"]
 
 
 @pytest.mark.integration

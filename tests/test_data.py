@@ -37,7 +37,7 @@ def test_write_fixture__formats__as_jarvis_and_the_leaderboard_read_them(tmp_pat
         assert len(a["coords"]) == len(a["elements"]) == len(a["props"])
     split = json.loads(zipfile.ZipFile(fx.benchmarks_dir / "dft_3d_exfoliation_energy.json.zip")
                        .read("dft_3d_exfoliation_energy.json"))
-    assert {k: len(v) for k, v in split.items()} == {"train": 40, "val": 8, "test": 8}
+    assert {k: len(v) for k, v in split.items()} == {"train": 48, "val": 6, "test": 6}
     for part in split.values():
         for jid, target in part.items():
             assert by_id[jid]["exfoliation_energy"] == target
@@ -240,3 +240,18 @@ def test_write_fixture__concurrent_writers__one_valid_folder_no_leftovers(tmp_pa
     assert json.loads((tmp_path / "fx" / "FIXTURE.json").read_text())["digest"] == results[0].digest
     assert not (tmp_path / "fx" / "stale").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["fx"]
+
+
+def test_seed_split__same_permutation_as_cgcnn_and_alignn() -> None:
+    """cgcnn shuffles its id_prop rows with random.seed(123) and takes the last 10% as test;
+    ALIGNN's get_id_train_val_test does the same. The fixture benchmark must equal that."""
+    import random
+
+    ids = [f"id{i}" for i in range(60)]
+    rows = list(ids)
+    random.seed(123)
+    random.shuffle(rows)
+    n_test = int(0.1 * len(rows))
+    split = data.seed_split(ids)
+    assert split["test"] == rows[-n_test:] and split["train"] == rows[:int(0.8 * len(rows))]
+    assert len(set(split["train"]) | set(split["val"]) | set(split["test"])) == 60

@@ -155,7 +155,7 @@ def test_load_benchmark__fixture__splits_and_missing_val_defaulted(tmp_path: Pat
     rt = _runtime()
     fx = data.write_fixture(tmp_path / "fx")
     b = rt.load_benchmark(str(fx.benchmarks_dir), "dft_3d_exfoliation_energy")
-    assert {k: len(v) for k, v in b.items()} == {"train": 40, "val": 8, "test": 8}
+    assert {k: len(v) for k, v in b.items()} == {"train": 48, "val": 6, "test": 6}
     c = rt.load_benchmark(str(fx.benchmarks_dir), "supercon_chem_Tc")
     assert c["val"] == {} and len(c["test"]) == 8
 
@@ -357,7 +357,7 @@ for row in csv.reader(open("Out/id_prop.csv")):
 print(json.dumps({{"counts": counts, "ok": ok}}))
 """
     out = json.loads(_run(py, code, {}, cwd=tmp_path).strip().splitlines()[-1])
-    assert out["counts"] == {"train": 40, "val": 8, "test": 8} and out["ok"] == 56
+    assert out["counts"] == {"train": 48, "val": 6, "test": 6} and out["ok"] == 60
     split = json.loads(zipfile.ZipFile(fx.benchmarks_dir / "dft_3d_exfoliation_energy.json.zip")
                        .read("dft_3d_exfoliation_energy.json"))
     rows = list(csv.reader((tmp_path / "Out" / "id_prop.csv").open()))

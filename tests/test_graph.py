@@ -272,3 +272,30 @@ def test_cli_graph__lock_path_json__prints_contract(tmp_path: Path) -> None:
     data = json.loads(res.stdout)
     assert set(data) >= {"nodes", "edges", "counts", "largest", "highlight"}
     assert data["highlight"]["path_count"] == 1
+
+
+def test_cli_graph__elemnet_lock__svg_with_tensorflow(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The done-when of the graph issue: ElemNet1's environment from its committed lock, offline."""
+    from pyrepro.cli import main
+
+    out = tmp_path / "elemnet.svg"
+    assert main(["graph", "elemnet", "--source", "lock", "-o", str(out)]) == 0
+    svg = out.read_text()
+    assert svg.lstrip().startswith(("<?xml", "<svg")) and "tensorflow" in svg and "elemnet" in svg
+    capsys.readouterr()
+    assert main(["graph", "elemnet", "--highlight", "keras", "--json"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert ["elemnet", "tensorflow", "keras"] in j["highlight"]["paths"]
+
+
+def test_cli_graph__two_target_models__diff_and_highlight(capsys: pytest.CaptureFixture[str]) -> None:
+    from pyrepro.cli import main
+
+    assert main(["graph", "--diff", "elemnet", "alignn", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    added = {row[0] if isinstance(row, list) else row["name"] for row in d["added"]}
+    removed = {row[0] if isinstance(row, list) else row["name"] for row in d["removed"]}
+    assert {"torch", "dgl", "alignn"} <= added and "tensorflow" in removed
+    assert main(["graph", "alignn", "--highlight", "torch", "--format", "json"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["highlight"]["paths"] and all(p[0] == "alignn" and p[-1] == "torch" for p in j["highlight"]["paths"])

@@ -60,6 +60,7 @@ class Locked:
     name: str
     version: str
     hashes: tuple[str, ...]
+    sdist_only: bool = False  # no wheel in the lock: built here, after the wheels (see build_env)
 
 
 def locked_packages(lock_path: Path, python: str, platform: str) -> list[Locked]:
@@ -88,7 +89,9 @@ def locked_packages(lock_path: Path, python: str, platform: str) -> list[Locked]
         if not hashes:
             raise InputError(f"package {pkg.get('name')} has no file hashes", path=lock_path,
                              key=f"package[{i}].files", hint="relock with 'pyrepro lock NAME'")
-        out.append(Locked(pkg["name"], pkg["version"], hashes))
+        names = [str(f.get("file", "")) for f in pkg.get("files", [])]
+        sdist_only = bool(names) and not any(n.endswith(".whl") for n in names)
+        out.append(Locked(pkg["name"], pkg["version"], hashes, sdist_only))
     return out
 
 
@@ -184,18 +187,27 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
         # final path just before the rename. pyrepro itself only calls 'bin/python -m ...'.
         runner([str(python), "-m", "venv", str(tmp)], check=True, timeout=600)
         progress.advance(label, 1, "venv")
-        req = tmp / "requirements.txt"
-        req.write_text(requirements_text(pkgs), encoding="utf-8")
         extra_pkgs = [_extra_source_dir(e.name, e.commit, paths) for e in spec.extra_sources if e.install == "package"]
         env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
-        res = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps",
-                      "--progress-bar=off",
-                      "-r", str(req)], env=env, check=False, timeout=7200)
-        if res.returncode != 0:
-            raise BuildError(f"installing the locked packages of {spec.name} failed (pip exit {res.returncode}):\n"
-                             + "\n".join((res.stderr or res.stdout).strip().splitlines()[-25:]),
-                             hint="see the pip output above; a sdist that needs a compiler or a package "
-                                  "without a wheel for this Python are the usual causes")
+        # Two phases: every package with a wheel, then the sdist-only ones without build isolation,
+        # so their setup.py sees the installed build-time imports (torch-scatter imports torch).
+        wheels = [p for p in pkgs if not p.sdist_only]
+        sdists = [p for p in pkgs if p.sdist_only]
+        for phase, group, flags in (("requirements.txt", wheels, []),
+                                    ("requirements-sdist.txt", sdists, ["--no-build-isolation"])):
+            if not group:
+                continue
+            req = tmp / phase
+            req.write_text(requirements_text(group), encoding="utf-8")
+            res = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps",
+                          "--progress-bar=off", *flags, "-r", str(req)], env=env, check=False, timeout=7200)
+            if res.returncode != 0:
+                what = "the locked packages" if not flags else "the sdist-only locked packages (" + \
+                    ", ".join(p.name for p in group) + ")"
+                raise BuildError(f"installing {what} of {spec.name} failed (pip exit {res.returncode}):\n"
+                                 + "\n".join((res.stderr or res.stdout).strip().splitlines()[-25:]),
+                                 hint="see the pip output above; a sdist that needs a compiler or a package "
+                                      "without a wheel for this Python are the usual causes")
         progress.advance(label, len(pkgs), "installed")
         for src in extra_pkgs:
             runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-build-isolation", str(src)],

@@ -417,7 +417,10 @@ if req.get("distributions"):
         for mod in sorted(tops):
             # top_level.txt may name extension leftovers that are no module (xgboost 1.7: libxgboost):
             # metadata-derived names are imported only when they exist; scanned names always are.
+            # A name that is a standard-library module (pyxtal ships a top-level 'test') would
+            # import the stdlib's, proving nothing: skipped too.
             if not mod.startswith("_") and mod.isidentifier() and mod not in wanted \
+                    and mod not in getattr(sys, "stdlib_module_names", ()) \
                     and importlib.util.find_spec(mod) is not None:
                 wanted.append(mod)
 res = []

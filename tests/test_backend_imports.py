@@ -43,7 +43,7 @@ def test_import_probe__top_level_names_no_module__skipped_but_explicit_tried(tmp
     site = tmp_path / "site"
     (site / "fakedist-1.0.dist-info").mkdir(parents=True)
     (site / "fakedist-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: fakedist\nVersion: 1.0\n")
-    (site / "fakedist-1.0.dist-info" / "top_level.txt").write_text("libfake_nomodule\nfakemod\n")
+    (site / "fakedist-1.0.dist-info" / "top_level.txt").write_text("libfake_nomodule\nfakemod\ntest\n")
     (site / "fakemod.py").write_text("X = 1\n")
     req = {"modules": ["libfake_explicit"], "distributions": ["fakedist"]}
     done = subprocess.run([sys.executable, "-c", run._IMPORT_PROBE, json.dumps(req)], capture_output=True, text=True,

@@ -396,7 +396,8 @@ def run_many(specs: Sequence[ModelSpec], paths: Paths, *, benchmark: str | None,
 
 
 _IMPORT_PROBE = r"""
-import importlib, importlib.metadata as md, importlib.util, json, re, sys
+import importlib, importlib.metadata as md, importlib.util, json, re, sys, sysconfig
+stdlib = sysconfig.get_paths()["stdlib"]
 req = json.loads(sys.argv[1])
 wanted = list(req.get("modules", []))
 if req.get("distributions"):
@@ -419,10 +420,14 @@ if req.get("distributions"):
             # metadata-derived names are imported only when they exist; scanned names always are.
             # A name that is a standard-library module (pyxtal ships a top-level 'test') would
             # import the stdlib's, proving nothing: skipped too.
-            if not mod.startswith("_") and mod.isidentifier() and mod not in wanted \
-                    and mod not in getattr(sys, "stdlib_module_names", ()) \
-                    and importlib.util.find_spec(mod) is not None:
-                wanted.append(mod)
+            if mod.startswith("_") or not mod.isidentifier() or mod in wanted \
+                    or mod in getattr(sys, "stdlib_module_names", ()):
+                continue
+            found = importlib.util.find_spec(mod)
+            origin = (found.origin or "") if found else ""
+            if found is None or (origin.startswith(stdlib) and "site-packages" not in origin):
+                continue
+            wanted.append(mod)
 res = []
 for mod in wanted:
     try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import tempfile
 import tomllib
 from pathlib import Path
@@ -67,8 +68,8 @@ def run_summary(record: dict[str, Any], paths: Paths) -> dict[str, Any]:
     env.pop("env_dir", None)
     out["environment"] = env
     err = out.get("error")
-    if isinstance(err, str):
-        out["error"] = err[:600]
+    if isinstance(err, str) and len(err) > 1200:  # the head says what failed, the tail says why
+        out["error"] = err[:300] + "\n…\n" + err[-900:]
     return dict(_scrub(out, _replacements(paths)))
 
 
@@ -171,6 +172,24 @@ def build_report(registry: Registry, paths: Paths) -> dict[str, Any]:
             "models": [model_status(s, paths) for s in registry]}
 
 
+_EXC_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(Error|Exception|Exit))\b.*:")
+
+
+def short_error(text: str) -> str:
+    """One line for a table: the error's first line and, when different, the line that says why
+    (the last Python exception line, else the last 'error' line)."""
+    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    first = lines[0]
+    why = next((ln for ln in reversed(lines[1:]) if _EXC_LINE.match(ln)), None) or \
+        next((ln for ln in reversed(lines[1:]) if "error" in ln.lower()), None)
+    out = first[:160] + ("…" if len(first) > 160 else "")
+    if why and why != first:
+        out += " … " + why[:160]
+    return out
+
+
 def _cell(x: Any) -> str:
     return str(x).replace("|", "\\|").replace("\n", " ")
 
@@ -205,9 +224,10 @@ def render_markdown(rep: dict[str, Any]) -> str:
             imports = "not checked"
         run = m["run"]
         if run:
-            runs = f"exit {run['exit_code']} in {run['seconds']} s" if run.get("exit_code") is not None else f"not run: {run.get('error')}"
+            runs = (f"exit {run['exit_code']} in {run['seconds']} s" if run.get("exit_code") is not None
+                    else f"not run: {short_error(run.get('error') or '')}")
             v = run.get("verdict") or {}
-            verdict_s = f"{v.get('tier')}: {v.get('reason')}"
+            verdict_s = f"{v.get('tier')}: {short_error(v.get('reason') or '')}"
         else:
             runs, verdict_s = "not run", "-"
         out.append("| " + " | ".join(_cell(c) for c in (m["name"], lock, patches_s, build, imports, runs, verdict_s)) + " |")
@@ -235,14 +255,14 @@ def render_markdown(rep: dict[str, Any]) -> str:
             out.append(f"- Test run ({r.get('data')} data, {r.get('benchmark')}): exit {r.get('exit_code')}, "
                        f"{r.get('seconds')} s; verdict {(r.get('verdict') or {}).get('tier')}.")
             if r.get("error"):
-                out.append(f"  - error: {r['error'][:300]}")
+                out.append(f"  - error: {short_error(r['error'])}")
         else:
             out.append("- Test run: not run yet.")
         for b, r in sorted(m.get("other_runs", {}).items()):
             line = (f"- Run ({r.get('data')} data, {b.split('/')[0]}): exit {r.get('exit_code')}, {r.get('seconds')} s; "
                     f"verdict {(r.get('verdict') or {}).get('tier')}.")
             if r.get("error"):
-                line += f" {str(r['error'])[:300]}"
+                line += f" {short_error(r['error'])}"
             out.append(line)
         out.append(f"- Nix package: {m['nix']}.")
         if m["gpu"] != "none":

@@ -86,3 +86,13 @@ def test_render_markdown__build_failed__says_failed_not_built(tmp_path: Path) ->
     md = report.render_markdown(report.build_report(reg, paths))
     row = next(line for line in md.splitlines() if line.startswith("| mini |"))
     assert "failed (see verdict)" in row and "build failed: pip could not reach PyPI" in row
+
+
+def test_short_error__pip_output__first_line_and_exception() -> None:
+    text = ("build failed: installing the sdist-only locked packages (a, b) of m failed (pip exit 1):\n"
+            "WARNING: Location 'file:///x' is ignored\n  × python setup.py egg_info did not run successfully.\n"
+            "      ModuleNotFoundError: No module named 'pkg_resources'\n  error: metadata-generation-failed\n"
+            "hint: See above for details.\n")
+    assert report.short_error(text) == ("build failed: installing the sdist-only locked packages (a, b) of m failed "
+                                        "(pip exit 1): … ModuleNotFoundError: No module named 'pkg_resources'")
+    assert report.short_error("one line") == "one line"

@@ -341,7 +341,7 @@ def _failure_record(spec: ModelSpec, bench: str, test: bool, stamp: str, data_ki
                  "sha256": _sha_file(lock_path) if lock_path.is_file() else None},
         "data": {"kind": data_kind, "digest": None},
         "outputs": {},
-        "verdict": {"tier": "failed", "reason": msg[:500], "benchmark": bench},
+        "verdict": {"tier": "failed", "reason": f"the {stage} failed before the run (see error)", "benchmark": bench},
     }
 
 

@@ -37,7 +37,8 @@ def test_run_model__build_fails__failure_record_then_raises(world: Paths) -> Non
         run.run_model(spec, world, test=True, mirror=SC / "mirror", runner=_pip_fails)
     latest = json.loads((world.cache / "runs" / "mini" / "latest.json").read_text())
     assert latest["stage"] == "build" and latest["exit_code"] is None and latest["outputs"] == {}
-    assert latest["verdict"]["tier"] == "failed" and "build failed" in latest["verdict"]["reason"]
+    assert latest["verdict"]["tier"] == "failed" and "the build failed" in latest["verdict"]["reason"]
+    assert latest["error"].startswith("build failed: ") and "no matching distribution" in latest["error"]
     assert latest["lock"]["sha256"] and latest["data"]["kind"] == "fixture"
     (rec_file,) = (world.cache / "runs" / "mini").glob("*/record.json")
     assert json.loads(rec_file.read_text()) == latest

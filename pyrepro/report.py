@@ -42,13 +42,16 @@ _RUN_KEYS = ("benchmark", "test", "started", "seconds", "exit_code", "error", "s
              "environment", "gpu", "data", "source_protection", "seeds", "outputs", "verdict")
 
 
+_TMP_PATH = re.compile(r"/tmp/[^\s'\"]+")
+
+
 def _scrub(x: Any, replacements: list[tuple[str, str]]) -> Any:
     """``x`` with machine paths replaced by placeholders (strings, recursively)."""
     if isinstance(x, str):
         for old, new in replacements:
             if old:
                 x = x.replace(old, new)
-        return x
+        return _TMP_PATH.sub("<tmp>", x)
     if isinstance(x, dict):
         return {k: _scrub(v, replacements) for k, v in x.items()}
     if isinstance(x, list):

@@ -18,7 +18,7 @@ def _record(runs: Path, stamp: str, bench: str, code: int, cache: Path) -> None:
     d = runs / stamp
     d.mkdir(parents=True)
     rec = {"schema": 1, "model": "mini", "benchmark": bench, "test": True, "started": stamp, "seconds": 1.5,
-           "exit_code": code, "error": None if code == 0 else f"failed, see {d}/logs/stderr.log",
+           "exit_code": code, "error": None if code == 0 else f"failed, see {d}/logs/stderr.log and /tmp/pip-x/setup.py",
            "command": [f"{cache}/envs/x/bin/python", "run.py"],
            "environment": {"backend": "local", "env_key": "k", "python": "3.11.7", "env_dir": f"{cache}/envs/x"},
            "data": {"kind": "fixture", "digest": "sha256:00"},
@@ -44,7 +44,7 @@ def test_refresh_summaries__two_benchmarks__newest_each_no_paths(tmp_path: Path)
     reg = load_registry(paths.models)
     assert report.refresh_summaries(reg, paths) == [root / "models" / "mini" / "last-run.json"]
     text = (root / "models" / "mini" / "last-run.json").read_text()
-    assert str(tmp_path) not in text and "$PYREPRO_CACHE" in text
+    assert str(tmp_path) not in text and "$PYREPRO_CACHE" in text and "/tmp/" not in text
     s = json.loads(text)
     assert list(s["runs"]) == ["dft_3d_exfoliation_energy/fixture", "dft_3d_exfoliation_energy/jarvis",
                                "other_bench/fixture"]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pyrepro import data, verdict
 from pyrepro.cli import main
 from pyrepro.lock import check_lock
 from pyrepro.registry import load_registry
@@ -34,7 +35,11 @@ def test_cfid__test_mode_on_fixture_data__executable(upstream: Path, tmp_path: P
     assert code == 0, records
     (rec,) = records
     assert rec["model"] == "cfid" and rec["exit_code"] == 0
-    assert rec["verdict"]["tier"] == "executable" and rec["verdict"]["n_predictions"] == 8
+    fx = data.write_fixture(tmp_path / "fx")
+    n_test = len(verdict.read_targets(fx.benchmarks_dir / "dft_3d_exfoliation_energy.json.zip",
+                                      "dft_3d_exfoliation_energy"))
+    assert rec["verdict"]["tier"] == "executable" and rec["verdict"]["n_predictions"] == n_test > 0
+    assert rec["data"]["digest"] == fx.digest
     assert rec["data"]["kind"] == "fixture"
     assert rec["source"]["tree"] == spec.source.tree
     assert [p["file"] for p in rec["patches"]] == sorted(p.name for p in (REPO / "patches" / "cfid").glob("*.patch"))

@@ -32,6 +32,7 @@ from packaging.utils import canonicalize_name
 
 from pyrepro import proc
 from pyrepro.errors import InputError, MissingToolError, NotFoundError, toml_error_line
+from pyrepro.fsutil import atomic_write_text
 from pyrepro.proc import Runner
 
 ROOT = "<root>"
@@ -536,11 +537,11 @@ def render(dot_text: str, out: Path, fmt: str, *, runner: Runner = proc.run) -> 
         raise InputError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     out.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "dot":
-        _atomic_write(out, dot_text)
+        atomic_write_text(out, dot_text)
         return Rendered(out, fmt, out)
     dot_path = out.with_suffix(".dot")
     if proc.which("dot") is None:
-        _atomic_write(dot_path, dot_text)
+        atomic_write_text(dot_path, dot_text)
         raise MissingToolError(
             f"graphviz 'dot' is not installed, so {out} was not rendered; the DOT text is in {dot_path}",
             hint=proc.install_hint("dot"))
@@ -548,12 +549,6 @@ def render(dot_text: str, out: Path, fmt: str, *, runner: Runner = proc.run) -> 
     runner(["dot", f"-T{fmt}", "-o", str(tmp)], input=dot_text)
     tmp.replace(out)
     return Rendered(out, fmt, None)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def synthetic_dag(n: int, fanout: int = 4, seed: int = 0) -> DepGraph:

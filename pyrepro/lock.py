@@ -46,6 +46,7 @@ from pyrepro.errors import (
     NotFoundError,
     ResolutionError,
 )
+from pyrepro.fsutil import atomic_write_text
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner
 from pyrepro.progress import NULL_PROGRESS, Progress
@@ -241,18 +242,6 @@ def with_dependencies(pyproject_text: str, reqs: Sequence[str]) -> str:
         arr.append(r)
     doc.setdefault("project", tomlkit.table())["dependencies"] = arr
     return tomlkit.dumps(doc)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # --------------------------------------------------------------------------- check
@@ -682,7 +671,7 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
         outcome = LockOutcome(req.name, 4, None, tuple(attempts), tuple(steps), (), req.fidelity,
                               req.overrides, reqs, seconds, req.python,
                               exclude_newer=bound_for_relax, record_path=record_path, message=msg)
-        _atomic_write(record_path, render_record(outcome, stamp))
+        atomic_write_text(record_path, render_record(outcome, stamp))
         progress.finish(label, "category 4 (failed)")
         return outcome
     locked = read_lock_versions(result.lock_text)
@@ -702,7 +691,7 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     if steps:
         # the relaxed requirement set must become the pyproject that the lock belongs to
         if persist is None:
-            _atomic_write(req.project_dir / "pyproject.toml", with_dependencies(text, reqs))
+            atomic_write_text(req.project_dir / "pyproject.toml", with_dependencies(text, reqs))
         else:
             persist(req, steps)
     new_hash = lock_data.get("metadata", {}).get("content_hash", "")
@@ -712,8 +701,8 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
         _bound(req.submitted) if strategy == "date-bounded"
         else bound_for_relax if strategy == "relaxed" else None, lock_path, record_path,
         f"{req.name}: category {category} ({CATEGORIES[category]}) by {strategy}, {len(locked)} packages")
-    _atomic_write(lock_path, result.lock_text)
-    _atomic_write(record_path, render_record(outcome, stamp))
+    atomic_write_text(lock_path, result.lock_text)
+    atomic_write_text(record_path, render_record(outcome, stamp))
     progress.finish(label, f"category {category} ({strategy}, {seconds:.0f} s)")
     return outcome
 
@@ -745,7 +734,7 @@ def persist_to_model_toml(req: LockRequest, steps: Sequence[relax.Step]) -> None
                 remove.append(old)
             if new and s.after not in extra:
                 extra.append(s.after)
-    _atomic_write(req.model_toml, tomlkit.dumps(doc))
+    atomic_write_text(req.model_toml, tomlkit.dumps(doc))
     try:
         from pyrepro import generate as gen
         from pyrepro.registry import parse_model
@@ -754,7 +743,7 @@ def persist_to_model_toml(req: LockRequest, steps: Sequence[relax.Step]) -> None
             f"{req.model_toml}: relaxation recorded in [dependencies], but pyrepro.generate is not available "
             "to regenerate pyproject.toml", hint=f"run: pyrepro generate {req.name}") from exc
     model_spec = parse_model(req.model_toml)
-    _atomic_write(req.project_dir / "pyproject.toml", gen.render_pyproject(model_spec))
+    atomic_write_text(req.project_dir / "pyproject.toml", gen.render_pyproject(model_spec))
 
 
 # --------------------------------------------------------------------------- record
@@ -911,8 +900,8 @@ def reuse_lock(spec: ModelSpec, source: ModelSpec, *, progress: Progress = NULL_
     doc = tomlkit.parse(record)
     doc["reused_from"] = source.name
     doc["source_seconds"] = src_rec.get("seconds", 0.0)
-    _atomic_write(req.project_dir / "pdm.lock", src_text)
-    _atomic_write(req.project_dir / "lock.toml", tomlkit.dumps(doc))
+    atomic_write_text(req.project_dir / "pdm.lock", src_text)
+    atomic_write_text(req.project_dir / "lock.toml", tomlkit.dumps(doc))
     progress.finish(label, f"category {category} (reused from {source.name})")
     return outcome
 

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
-import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from pyrepro import patches
+from pyrepro.fsutil import atomic_write_text
 from pyrepro.paths import Paths
 from pyrepro.registry import Registry
 
@@ -119,7 +118,7 @@ def refresh_summaries(registry: Registry, paths: Paths) -> list[Path]:
         new["runs"] = dict(sorted(new["runs"].items()))
         text = json.dumps(new, indent=2, sort_keys=False) + "\n"
         if not target.is_file() or target.read_text() != text:
-            _atomic(target, text)
+            atomic_write_text(target, text)
             changed.append(target)
     return changed
 
@@ -274,19 +273,11 @@ def render_markdown(rep: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def write_report(registry: Registry, paths: Paths, out_md: Path, out_json: Path, *,
                  refresh: bool = True) -> dict[str, Any]:
     if refresh:
         refresh_summaries(registry, paths)
     rep = build_report(registry, paths)
-    _atomic(out_json, json.dumps(rep, indent=2) + "\n")
-    _atomic(out_md, render_markdown(rep))
+    atomic_write_text(out_json, json.dumps(rep, indent=2) + "\n")
+    atomic_write_text(out_md, render_markdown(rep))
     return rep

@@ -29,6 +29,7 @@ from pyrepro import gpu, patches, proc, sources, verdict
 from pyrepro.backends import BuiltModel
 from pyrepro.backends import local as local_backend
 from pyrepro.errors import NetworkError, NotFoundError, PyreproError, UsageError
+from pyrepro.fsutil import atomic_write_text
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner
 from pyrepro.progress import NULL_PROGRESS, Progress
@@ -317,9 +318,7 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
 
 
 def _atomic_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
 
 
 def _write_record(paths: Paths, name: str, run_dir: Path, record: dict[str, Any]) -> None:

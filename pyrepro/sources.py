@@ -333,24 +333,30 @@ def obtain_source(pin: PinLike, *, mirror: Path | None = None, cache: Path,
     return ObtainedSource(_download(pin, cache, downloader or _urllib_download), pin.tree, "download")
 
 
+def _download_tree(url: str, work: Path, downloader: Downloader) -> Path:
+    """Download the tarball ``url`` into ``work`` and unpack it; its one top folder."""
+    archive = work / "src.tar.gz"
+    downloader(url, archive)
+    out = work / "x"
+    out.mkdir()
+    try:
+        with tarfile.open(archive) as tf:
+            tf.extractall(out, filter="data")
+    except (tarfile.TarError, OSError) as exc:
+        raise IntegrityError(f"downloaded archive {url} is not a readable tarball: {exc}") from exc
+    tops = [p for p in out.iterdir() if p.is_dir()]
+    if len(tops) != 1:
+        raise IntegrityError(f"downloaded archive {url} does not have one top folder")
+    return tops[0]
+
+
 def _download(pin: PinLike, cache: Path, downloader: Downloader) -> Path:
     url = tarball_url(pin.repository, pin.commit)
     (cache / "downloads").mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="dl.", dir=cache / "downloads"))
     try:
-        archive = work / "src.tar.gz"
-        downloader(url, archive)
-        out = work / "x"
-        out.mkdir()
-        try:
-            with tarfile.open(archive) as tf:
-                tf.extractall(out, filter="data")
-        except (tarfile.TarError, OSError) as exc:
-            raise IntegrityError(f"downloaded archive {url} is not a readable tarball: {exc}") from exc
-        tops = [p for p in out.iterdir() if p.is_dir()]
-        if len(tops) != 1:
-            raise IntegrityError(f"downloaded archive {url} does not have one top folder")
-        folder = tops[0] / pin.subdir if pin.subdir else tops[0]
+        top = _download_tree(url, work, downloader)
+        folder = top / pin.subdir if pin.subdir else top
         if not folder.is_dir():
             raise NotFoundError(f"{url} has no folder {pin.subdir}")
         check_tree(folder, pin.tree, f"download of {pin.repository}@{pin.commit[:12]}")
@@ -605,18 +611,6 @@ def obtain_benchmarks(spec: SpecLike, *, mirror: Path | None = None, cache: Path
     (cache / "downloads").mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="dl.", dir=cache / "downloads"))
     try:
-        archive = work / "src.tar.gz"
-        (downloader or _urllib_download)(url, archive)
-        out = work / "x"
-        out.mkdir()
-        try:
-            with tarfile.open(archive) as tf:
-                tf.extractall(out, filter="data")
-        except (tarfile.TarError, OSError) as exc:
-            raise IntegrityError(f"downloaded archive {url} is not a readable tarball: {exc}") from exc
-        tops = [p for p in out.iterdir() if p.is_dir()]
-        if len(tops) != 1:
-            raise IntegrityError(f"downloaded archive {url} does not have one top folder")
-        return install(tops[0], "download")
+        return install(_download_tree(url, work, downloader or _urllib_download), "download")
     finally:
         _rmtree(work)

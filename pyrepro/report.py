@@ -166,6 +166,9 @@ def model_status(spec: Any, paths: Paths) -> dict[str, Any]:
         "other_runs": others,
         "nix": NIX_NOTE,
         "gpu_runs": "unverified: no accelerator on the machines this was made on",
+        "notes": spec.notes,
+        "extra_sources": [{"name": e.name, "repository": e.repository, "commit": e.commit, "install": e.install,
+                           "hash": e.hash} for e in spec.extra_sources],
     }
 
 
@@ -266,6 +269,12 @@ def render_markdown(rep: dict[str, Any]) -> str:
             if r.get("error"):
                 line += f" {short_error(r['error'])}"
             out.append(line)
+        for e in m.get("extra_sources", []):
+            out.append(f"- Extra source {e['name']}: {e['repository']}@{e['commit'][:12]} ({e['install']}), "
+                       f"hash {e['hash'] or 'not recorded'}; offline, builds take it from a local copy "
+                       "(`$PYREPRO_EXTRA_SOURCES` or `<cache>/extra-sources/<name>-<commit>`).")
+        if m.get("notes"):
+            out.append(f"- Notes: {m['notes']}")
         out.append(f"- Nix package: {m['nix']}.")
         if m["gpu"] != "none":
             out.append(f"- GPU ({m['gpu']}): {m['gpu_runs']}.")

@@ -227,7 +227,7 @@ def parse_nix_dot(dot: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
 
 def graph_from_nix_data(dot: str, path_info: Any, root_path: str, title: str | None = None) -> DepGraph:
     """Combine ``nix-store -q --graph`` text and ``nix path-info -r --json`` data."""
-    labels, edges = parse_nix_dot(dot)
+    _labels, edges = parse_nix_dot(dot)
     sizes: dict[str, int] = {}
     refs: dict[str, list[str]] = {}
     # nix 2.8 prints a list of objects with "path"; newer versions print a dict keyed by path

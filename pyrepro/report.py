@@ -236,7 +236,17 @@ def render_markdown(rep: dict[str, Any]) -> str:
         else:
             runs, verdict_s = "not run", "-"
         out.append("| " + " | ".join(_cell(c) for c in (m["name"], lock, patches_s, build, imports, runs, verdict_s)) + " |")
-    out += ["", "## Per model", ""]
+    runs = [m for m in rep["models"] if m.get("run")]
+    executable = [m for m in runs if ((m["run"] or {}).get("verdict") or {}).get("tier") == "executable"]
+    out += ["", "## What this does and does not show", "",
+            f"- {len(executable)} of {len(rep['models'])} models ran their patched entry in test mode on pyrepro's fixture "
+            "data through the local backend (CPU, hash-checked environment from the committed pdm.lock) and wrote "
+            "well-formed predictions for every test id: that is executability, not reproduction.",
+            "- Not verified on the machines this was made on: any real `nix build .#models.<name>` (no nixpkgs or "
+            "dream2nix there; the flake wiring is tested with a busybox stand-in), GPU runs (no accelerator), and runs "
+            "on the real JARVIS datasets (`--data jarvis`, figshare unreachable), so no verdict compares predictions "
+            "with the authors' submitted ones yet.",
+            "", "## Per model", ""]
     for m in rep["models"]:
         out.append(f"### {m['name']} (upstream `{m['upstream']}`)")
         out.append("")

@@ -65,3 +65,11 @@ class Paths:
         """``../shared/upstream`` next to the checkout, used when present (tests skip
         when it is absent)."""
         return (self.root / ".." / "shared" / "upstream").resolve()
+
+    def mirror(self, given: Path | None = None) -> Path | None:
+        """The mirror to use: ``given`` when the user named one, else the default mirror when it
+        exists, else None (sources then come from the cache or a download)."""
+        if given is not None:
+            return given
+        default = self.default_mirror()
+        return default if default.is_dir() else None

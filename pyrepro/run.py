@@ -113,7 +113,7 @@ def _real_benchmarks(spec: ModelSpec, paths: Paths, mirror: Path | None) -> Path
         files("pyrepro").joinpath("data", "datasets.toml").read_text(encoding="utf-8")).get("benchmark", [])}
     out = paths.cache / "data" / "benchmarks"
     out.mkdir(parents=True, exist_ok=True)
-    m = mirror if mirror is not None else (paths.default_mirror() if paths.default_mirror().is_dir() else None)
+    m = paths.mirror(mirror)
     for b in spec.benchmarks:
         name = f"{b}.json.zip"
         target = out / name
@@ -281,7 +281,7 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
     submitted = b.src_dir / pred.file if pred is not None else None
     pristine = None
     if pred is not None and ds.kind == "jarvis":
-        m = mirror if mirror is not None else (paths.default_mirror() if paths.default_mirror().is_dir() else None)
+        m = paths.mirror(mirror)
         pristine = sources.obtain_source(spec.source, mirror=m, cache=paths.cache).path
         submitted = pristine / pred.file
     v = verdict.judge(benchmark=bench, exit_code=exit_code, output=expected if expected.exists() else None,

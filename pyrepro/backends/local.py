@@ -246,9 +246,7 @@ def stage_source(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None,
     final = paths.cache / "staged" / f"{spec.name}-{key}"
     if _complete(final) is not None:
         return final / "src", final / "runtime", key, True
-    if mirror is None and paths.default_mirror().is_dir():
-        mirror = paths.default_mirror()
-    pristine = sources.obtain_source(spec.source, mirror=mirror, cache=paths.cache).path
+    pristine = sources.obtain_source(spec.source, mirror=paths.mirror(mirror), cache=paths.cache).path
     final.parent.mkdir(parents=True, exist_ok=True)
     if final.exists():
         sources.make_writable(final)

@@ -12,8 +12,7 @@ from pyrepro.cli._common import emit_json, table
 def _pristine(spec, paths, mirror: Path | None) -> Path:  # type: ignore[no-untyped-def]
     from pyrepro import sources
 
-    m = mirror if mirror is not None else (paths.default_mirror() if paths.default_mirror().is_dir() else None)
-    return sources.obtain_source(spec.source, mirror=m, cache=paths.cache).path
+    return sources.obtain_source(spec.source, mirror=paths.mirror(mirror), cache=paths.cache).path
 
 
 def register(app: typer.Typer) -> None:

@@ -87,8 +87,7 @@ def register(app: typer.Typer) -> None:
         paths_mirror = mirror
         if paths_mirror is None:
             try:
-                dm = Paths.discover().default_mirror()
-                paths_mirror = dm if dm.is_dir() else None
+                paths_mirror = Paths.discover().mirror()
             except PyreproError:  # outside a checkout: no default mirror
                 paths_mirror = None
         res = init_mod.init_model(folder, name=name, models_dir=target, python=python, force=force, mirror=paths_mirror)
@@ -103,12 +102,6 @@ def register(app: typer.Typer) -> None:
     source_app = typer.Typer(help="Pinned upstream sources: fetch a verified copy, verify or record the pins.",
                              no_args_is_help=True)
     app.add_typer(source_app, name="source")
-
-    def _mirror(paths: Paths, mirror: Path | None) -> Path | None:
-        if mirror is not None:
-            return mirror
-        dm = paths.default_mirror()
-        return dm if dm.is_dir() else None
 
     @source_app.command("fetch")
     def source_fetch_cmd(
@@ -125,7 +118,7 @@ def register(app: typer.Typer) -> None:
 
         paths = Paths.discover()
         spec = load_registry(paths.models).get(name)
-        m = _mirror(paths, mirror)
+        m = paths.mirror(mirror)
         if benchmarks:
             got = sources.obtain_benchmarks(spec, mirror=m, cache=paths.cache, online=not offline)
             what = f"benchmark files, NAR hash {got.tree} verified"
@@ -153,7 +146,7 @@ def register(app: typer.Typer) -> None:
 
         paths = Paths.discover()
         reg = load_registry(paths.models)
-        m = _mirror(paths, mirror)
+        m = paths.mirror(mirror)
         if m is None:
             raise NotFoundError("no mirror: verify needs a local copy of the pinned repository",
                                 hint="pass --mirror DIR (a folder holding <repo-name>/, e.g. ../shared/upstream)")

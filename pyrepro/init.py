@@ -1,7 +1,8 @@
 """``pyrepro init``: a draft model from any contribution folder (JARVIS or MatBench style).
 
 It scans the folder, computes its git tree id, and writes ``models/<name>/model.toml`` (the
-scan's distributions as ``[dependencies] scanned``, declared-but-unresolved modules as notes,
+scan's required distributions as ``[dependencies] scanned``, guarded ones (with their PEP 508
+markers) as ``extra``, unresolved modules, guesses and optional imports as notes,
 entry point from the shell scripts, runtime tools), then the generated ``pyproject.toml`` and
 ``default.nix``. A folder inside a pinned mirror (``<mirror>/<repo>/<subdir>``) gets a real
 pin; any other folder gets a draft pin marked as such (repository and commit to fill in).
@@ -113,6 +114,13 @@ def draft_model_toml(folder: Path, name: str, python: str, scan: ScanResult, pin
     if sub:
         doc["submitted"] = sub
     notes = [f"unresolved import {i.module}: {i.note}" for i in scan.unresolved]
+    # guesses and optional imports are never written as dependencies: they wait for review
+    notes += [f"import {i.module} ({i.locations[0]}): no known distribution; {i.guess!r} is only a guess; review it, "
+              "then add it to [mapping] or dependencies.extra" for i in scan.guesses]
+    undeclared_optional = [d for d in scan.optional_distributions if d not in set(scan.declared_names)]
+    if undeclared_optional:
+        notes.append("optional imports (try/except ImportError or TYPE_CHECKING), not dependencies: "
+                     + ", ".join(undeclared_optional))
     if scan.python2_evidence:
         notes.append(f"Python 2 evidence: {scan.python2_evidence[0]}")
     if notes:
@@ -134,11 +142,14 @@ def draft_model_toml(folder: Path, name: str, python: str, scan: ScanResult, pin
     rt["tools"] = sorted({t.name for t in scan.runtime_tools if not t.name.startswith("python")})
     doc["runtime"] = rt
     deps = tomlkit.table()
-    deps["scanned"] = list(scan.distributions)
-    deps["extra"] = []
+    deps["scanned"] = list(scan.required)
+    # imports behind platform/version guards keep their guard as a PEP 508 marker
+    declared = set(scan.declared_names)
+    deps["extra"] = [f"{d}; {m}" for d, m in scan.conditional.items()] + \
+        [d for d in scan.optional_distributions if d in declared]  # optional in the code, but declared
     deps["remove"] = []
     pins = tomlkit.aot()
-    used = set(scan.distributions)
+    used = set(scan.required) | set(scan.conditional) | set(scan.optional_distributions)
     for d in scan.declared:
         spec = d.spec[len(d.spec.split("=")[0].split("<")[0].split(">")[0].split("!")[0].split("~")[0]):].strip() \
             if d.name in used else ""

@@ -113,6 +113,16 @@ class Dependencies:
 
 
 @dataclass(frozen=True)
+class ModuleMapping:
+    """A reviewed ``module -> distribution`` answer for one model (its ``[mapping]`` table), the
+    scanner's first resolver."""
+
+    module: str
+    distribution: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class TestMode:
     args: tuple[str, ...] = ("--test",)
     description: str = ""
@@ -146,6 +156,12 @@ class ModelSpec:
     dependencies: Dependencies = field(default_factory=Dependencies)
     predictions: tuple[SubmittedPrediction, ...] = ()
     notes: str = ""
+    mapping: tuple[ModuleMapping, ...] = ()
+
+    @property
+    def module_mapping(self) -> dict[str, str]:
+        """The ``[mapping]`` table as the scanner's resolver takes it."""
+        return {m.module: m.distribution for m in self.mapping}
 
     @property
     def dir(self) -> Path:
@@ -245,7 +261,7 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
     r = _Reader(path, data)
     r.unknown({"schema", "name", "upstream_name", "aliases", "title", "python", "gpu", "benchmarks",
                "submitted", "source", "extra_sources", "entry", "test", "runtime", "dependencies",
-               "predictions", "notes"})
+               "predictions", "notes", "mapping"})
     schema = data.get("schema")
     if schema != SCHEMA:
         raise r.fail("schema", f"unsupported schema {schema!r}", f"set schema = {SCHEMA}")
@@ -340,7 +356,47 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
                                   pins=tuple(pins)),
         predictions=tuple(preds),
         notes=r.text("notes", default=""),
+        mapping=_mapping(r),
     )
+
+
+MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+DIST_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
+
+
+def _mapping(r: _Reader) -> tuple[ModuleMapping, ...]:
+    m = r.table("mapping", required=False)
+    out = []
+    for module, value in m.data.items():
+        if not MODULE_RE.match(module):
+            raise m.fail(module, f"{module!r} is not a module name", "use a dotted module name like google.cloud.storage")
+        if not isinstance(value, dict):
+            raise m.fail(module, "expected an inline table",
+                         f'write {module} = {{ distribution = "...", reason = "..." }}')
+        e = _Reader(r.path, value, f"mapping.{module}.")
+        e.unknown({"distribution", "reason"})
+        out.append(ModuleMapping(module, e.text("distribution", pattern=DIST_RE, fix="use a PyPI distribution name"),
+                                 e.text("reason", fix="every reviewed mapping needs a reason = \"...\"")))
+    return tuple(out)
+
+
+def load_mapping(path: Path) -> dict[str, str]:
+    """The ``[mapping]`` table of any TOML file (a model.toml or a file holding only that table),
+    validated as in model.toml: ``module -> distribution``."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=path,
+                         hint="give a TOML file with a [mapping] table") from exc
+    try:
+        data = tomllib.loads(raw)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML: {exc}", path=path, line=toml_error_line(exc),
+                         hint="fix the TOML syntax; see docs/model-toml.md") from exc
+    if "mapping" not in data:
+        raise InputError("no [mapping] table", path=path,
+                         hint='add [mapping] with entries like x = { distribution = "x-dist", reason = "..." }')
+    return {m.module: m.distribution for m in _mapping(_Reader(path, data))}
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,18 @@
 """Module -> distribution resolution: a chain of resolvers, each answer saying how it was made.
 
-1. ``mapping``: the reviewed mapping file shipped in the package (``data/module_map.toml``),
+0. ``model-mapping``: the ``[mapping]`` table of the model's ``model.toml`` (module -> distribution
+   with a reason), when a model is known;
+1. ``mapping``: the reviewed name table shipped in the package (``data/module_map.toml``),
    with dotted-prefix rules (longest prefix wins); it also flags modules nothing installs
    (``google.colab``) and known non-PyPI code (``matformer``) as ``unresolved`` with a hint;
 2. ``environment``: ``importlib.metadata`` over explicitly given site-packages folders;
-3. ``identity-guess``: the module name itself as a distribution name, logged as a guess.
+3. ``identity-guess``: the module name itself as a distribution name, logged as a guess and never
+   written as a dependency.
+
+The same table answers the other name questions of the project (conda names, dummy
+distributions, development tools), so name knowledge lives in one file with reasons.
+Namespace packages (``google``, ``google.cloud``) are never a distribution: a name under one is
+resolved by its first component that is not a namespace.
 """
 
 from __future__ import annotations
@@ -28,9 +36,47 @@ class Resolution:
 
 
 @functools.cache
-def _mapping() -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+def _table() -> dict[str, dict[str, object]]:
     raw = tomllib.loads(resources.files("pyrepro").joinpath("data", "module_map.toml").read_text(encoding="utf-8"))
-    return raw.get("modules", {}), raw.get("not_installable", {}), raw.get("unresolved", {})
+    return raw
+
+
+def _mapping() -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    raw = _table()
+    return raw.get("modules", {}), raw.get("not_installable", {}), raw.get("unresolved", {})  # type: ignore[return-value]
+
+
+def namespaces() -> dict[str, str]:
+    return _table().get("namespaces", {})  # type: ignore[return-value]
+
+
+def conda_to_pypi(name: str) -> str | None:
+    """The PyPI distribution of a conda package name (``py-xgboost-gpu`` -> ``xgboost``), or None."""
+    entry = _table().get("conda", {}).get(name) or _table().get("conda", {}).get(name.lower())
+    return str(entry["pypi"]) if isinstance(entry, dict) else None
+
+
+def dummy_reason(dist: str) -> str | None:
+    """Why a PyPI distribution must never be installed (``sklearn``), or None."""
+    entry = _table().get("dummies", {}).get(canonicalize_name(dist))
+    return str(entry["reason"]) if isinstance(entry, dict) else None
+
+
+def dev_tool_reason(dist: str) -> str | None:
+    """Why a declared distribution is a development tool the code does not need, or None."""
+    reason = _table().get("dev_tools", {}).get(canonicalize_name(dist))
+    return str(reason) if reason else None
+
+
+def group_key(module: str) -> str:
+    """The part of a dotted module name that decides its distribution when no table entry does:
+    the top-level name, or for namespace packages the first non-namespace component."""
+    parts = module.split(".")
+    ns = namespaces()
+    n = 1
+    while n < len(parts) and ".".join(parts[:n]) in ns:
+        n += 1
+    return ".".join(parts[:n])
 
 
 def _longest_prefix(module: str, table: dict[str, str]) -> str | None:
@@ -70,12 +116,40 @@ def module_alias(name: str) -> str | None:
 
 
 class Resolver:
-    """Resolves module names with the chain above (the environment index is built once)."""
+    """Resolves module names with the chain above (the environment index is built once).
 
-    def __init__(self, pyenv: Sequence[Path] = ()) -> None:
+    ``model_mapping`` is a model's reviewed ``[mapping]`` (module -> distribution), consulted first.
+    """
+
+    def __init__(self, pyenv: Sequence[Path] = (), model_mapping: dict[str, str] | None = None) -> None:
         self.env = _environment_index(pyenv)
+        self.model_mapping = dict(model_mapping or {})
+
+    def key_of(self, module: str, names: Sequence[str] = ()) -> str:
+        """The name an import is resolved and reported by: the longest table entry that matches
+        ``module`` or ``module.<imported name>`` (``from google.cloud import bigquery`` ->
+        ``google.cloud.bigquery``), shortened to the top-level name when that gives the same
+        answer (``tensorflow.keras`` -> ``tensorflow``); else the namespace-aware group key."""
+        modules, not_installable, unresolved = _mapping()
+        tables = (self.model_mapping, not_installable, unresolved, modules)
+        best: str | None = None
+        for cand in (module, *(f"{module}.{n}" for n in names)):
+            for table in tables:
+                key = _longest_prefix(cand, table)
+                if key is not None and (best is None or key.count(".") > best.count(".")):
+                    best = key
+        if best is None:
+            return group_key(module)
+        short = group_key(best)
+        if short != best and self.resolve(short).distribution == self.resolve(best).distribution and \
+                self.resolve(short).resolved_with == self.resolve(best).resolved_with:
+            return short
+        return best
 
     def resolve(self, module: str) -> Resolution:
+        key = _longest_prefix(module, self.model_mapping)
+        if key is not None:
+            return Resolution(module, canonicalize_name(self.model_mapping[key]), "model-mapping")
         modules, not_installable, unresolved = _mapping()
         key = _longest_prefix(module, not_installable)
         if key is not None:
@@ -93,5 +167,7 @@ class Resolver:
             return Resolution(module, None, "unresolved",
                               f"{top!r} is a private module of some distribution; find which with --pyenv "
                               "SITE_PACKAGES or add it to pyrepro/data/module_map.toml")
-        return Resolution(module, canonicalize_name(top), "identity-guess",
-                          f"no mapping for {top!r}; guessed the distribution has the same name")
+        key = group_key(module)
+        return Resolution(module, canonicalize_name(key.replace(".", "-")), "identity-guess",
+                          f"no mapping for {key!r}; a distribution of that name is only a guess (review it, then "
+                          "add it to the model's [mapping] or dependencies.extra)")

@@ -457,7 +457,7 @@ def scanned_modules(spec: ModelSpec, built: BuiltModel) -> list[str]:
     except ImportError:  # the scanner is optional here: the distributions' modules still get imported
         return []
     try:
-        res = scan_path(built.src_dir, python=spec.python)
+        res = scan_path(built.src_dir, python=spec.python, mapping=spec.module_mapping)
     except Exception:  # a scan failure must not hide the import check; distributions are still checked
         return []
     from packaging.utils import canonicalize_name
@@ -465,9 +465,10 @@ def scanned_modules(spec: ModelSpec, built: BuiltModel) -> list[str]:
     runtime = {p.stem for p in built.runtime_dir.iterdir()} if built.runtime_dir.is_dir() else set()
     # distributions removed by review (model.toml dependencies.remove) belong to scripts the run never uses
     removed = {canonicalize_name(d) for d in spec.dependencies.remove}
+    # a guessed name (no mapping knows the module) is still checked: the build decides whether it imports
     return sorted({r.module for r in res.imports
-                   if r.distribution and not r.optional and r.module not in runtime
-                   and canonicalize_name(r.distribution) not in removed})
+                   if (dist := r.distribution or r.guess) and not r.optional and r.module not in runtime
+                   and canonicalize_name(dist) not in removed})
 
 
 def check_imports(spec: ModelSpec, built: BuiltModel, *, modules: Sequence[str] = (),

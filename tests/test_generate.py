@@ -86,7 +86,8 @@ def test_parse_model__malformed__names_file_key_and_fix(tmp_path: Path, edit: tu
 def test_init__example_contribution__draft_parses_and_generates(tmp_path: Path) -> None:
     res = init_model(REPO / "examples" / "contribution", name="example", models_dir=tmp_path)
     spec = parse_model(tmp_path / "example" / "model.toml")
-    assert spec.dependencies.scanned == ("jarvis-tools", "lightgbm", "matminer", "matplotlib", "numpy", "scikit-learn", "torch")
+    assert spec.dependencies.scanned == ("jarvis-tools", "lightgbm", "matminer", "matplotlib", "numpy", "scikit-learn")
+    assert spec.dependencies.extra == ("torch",)  # an optional import, but metadata.json declares it
     assert spec.submitted is not None and spec.submitted.isoformat() == "2023-01-14"
     assert {p.name for p in res.written} == {"model.toml", "pyproject.toml", "default.nix"}
     assert any("draft" in w for w in res.warnings)

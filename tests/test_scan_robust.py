@@ -50,17 +50,23 @@ def test_scan_path__unknown_name_defined_elsewhere_in_tree__local_with_warning(t
     (tmp_path / "scripts").mkdir()
     (tmp_path / "utils" / "mylib").mkdir(parents=True)
     (tmp_path / "other" / "jarvis").mkdir(parents=True)
+    (tmp_path / "lib").mkdir()
     (tmp_path / "scripts" / "run.py").write_text(
-        "import sys\nsys.path.append('../utils')\nimport helpers\nimport mylib.core\nimport jarvis\nimport nosuchpkg\n")
+        "import sys\nsys.path.append('../utils')\nimport helpers\nimport mylib.core\nimport jarvis\nimport nosuchpkg\n"
+        "import deep\n")
     (tmp_path / "utils" / "helpers.py").write_text("")
     (tmp_path / "utils" / "mylib" / "__init__.py").write_text("")
     (tmp_path / "other" / "jarvis" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "deep.py").write_text("")
+    (tmp_path / "lib" / "__init__.py").write_text("")  # a package: deep.py is not a script of its own
     res = scan_path(tmp_path, python="3.10")
-    assert res.distributions == ("jarvis-tools", "nosuchpkg")  # a folder named jarvis does not hide the package
-    assert {"helpers", "mylib"} <= set(res.local_modules)
+    assert res.distributions == ("jarvis-tools",)  # a folder named jarvis does not hide the package
+    assert [g.module for g in res.guesses] == ["nosuchpkg"]  # a guess, never a dependency
+    # the static sys.path.append makes utils/ a folder Python imports from: no warning for those
+    assert {"helpers", "mylib", "deep"} <= set(res.local_modules)
     text = "\n".join(map(str, res.warnings))
-    assert "scripts/run.py:3: helpers: not next to the importing script, but utils/helpers.py" in text
-    assert "utils/mylib/ in this folder" in text
+    assert "helpers" not in text and "mylib" not in text
+    assert "scripts/run.py:7: deep: not in a folder Python imports from, but lib/deep.py" in text
 
 
 def test_parse_code__python2_with_imports_in_docstrings__fallback_skips_strings() -> None:

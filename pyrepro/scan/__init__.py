@@ -1,17 +1,33 @@
 """``pyrepro scan``: what a contribution folder needs, from its code, offline.
 
-``scan_path(root, python=..., pyenv=...)`` walks a folder (never executing anything):
-``.py`` files (AST, with fallbacks), ``.ipynb`` code cells, shell entry points and declared
-metadata, then resolves third-party modules to distributions and compares them with what the
-contribution declares. The result is a frozen ``ScanResult`` whose ``to_json()`` is the
-documented ``--json`` contract (docs/scan.md).
+Four stages, each with one door, joined by ``scan_path`` (in the manner of FawltyDeps' ``Analysis``):
+
+1. ``walk(root)`` finds the files to read (``.py``, ``.ipynb``, shell entry points, declared
+   metadata) and nothing else; it parses nothing.
+2. ``extract(walked)`` turns each file into ``FileFacts``: located imports (with their optional /
+   platform-guard context), shell commands, ``pip install`` declarations, ``sys.path`` inserts,
+   warnings. It never executes anything; the result is a pure function of the file's bytes, so
+   it is cached by content hash (a re-scan of an unchanged tree reads the cache) and big trees
+   are extracted on all cores.
+3. ``classify(walked, facts, python)`` sets apart the standard library, the contribution's own
+   modules (resolved the way Python does: from the folders scripts run in and ``sys.path``
+   inserts, not from each importing file's folder) and Python 2 evidence.
+4. ``resolve(classified, resolver)`` maps the rest to distributions (longest dotted prefix,
+   namespace packages by their first non-namespace component) and sorts every import into one of
+   three kinds: required, optional (``try/except ImportError``, ``TYPE_CHECKING``) and conditional
+   (a platform/version guard, kept as a PEP 508 marker). Guesses are reported, never distributions.
+
+The result is a frozen ``ScanResult`` whose ``to_json()`` is the documented ``--json`` contract
+(docs/scan.md).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,21 +42,13 @@ from pyrepro.types import Location
 
 SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules", ".venv", "venv", ".tox", ".mypy_cache"}
 MAX_BYTES = 20_000_000
+# Bump when extraction changes what it returns: the per-file cache is keyed by it.
+EXTRACT_VERSION = "3"
+SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch", ".job", ".pbs")
+PARALLEL_MIN_BYTES = 2_000_000  # below this, worker start-up costs more than it saves
 
 
-@dataclass(frozen=True)
-class ImportRecord:
-    module: str  # top-level module name
-    distribution: str | None
-    resolved_with: str
-    optional: bool  # every occurrence is optional
-    locations: tuple[Location, ...]
-    note: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"module": self.module, "distribution": self.distribution, "resolved_with": self.resolved_with,
-                "optional": self.optional, "locations": [loc.to_json() for loc in self.locations]}
-
+# ---------------------------------------------------------------------------------------- records
 
 @dataclass(frozen=True)
 class Warning_:
@@ -72,6 +80,82 @@ class EntryPoint:
 
 
 @dataclass(frozen=True)
+class SourceFile:
+    path: Path
+    rel: str  # relative to the scanned folder, posix
+    kind: str  # python | notebook | metadata | shell
+
+
+@dataclass(frozen=True)
+class FoundImport:
+    """One absolute import statement (or literal dynamic import) where it was written."""
+
+    module: str
+    names: tuple[str, ...]
+    location: Location
+    optional: bool
+    marker: str | None
+    dynamic: bool = False
+
+
+@dataclass(frozen=True)
+class FoundCommand:
+    tool: str
+    argv: tuple[str, ...]
+    location: Location
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    source: SourceFile
+    imports: tuple[FoundImport, ...] = ()
+    commands: tuple[FoundCommand, ...] = ()
+    declared: tuple[meta.Declared, ...] = ()
+    warnings: tuple[Warning_, ...] = ()
+    python2: tuple[Warning_, ...] = ()
+    entry_points: tuple[EntryPoint, ...] = ()
+    syspath: tuple[tuple[Location, str], ...] = ()
+    script: bool = False  # run as a script (a notebook, or ``if __name__ == "__main__"``)
+    lines: int = 0
+    code: bool = False  # counted as a code file
+
+
+@dataclass(frozen=True)
+class LocalModule:
+    module: str
+    path: str  # the file or folder that defines it, relative to the scanned folder
+    locations: tuple[Location, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"module": self.module, "path": self.path, "locations": [loc.to_json() for loc in self.locations]}
+
+
+KINDS = ("required", "optional", "conditional")
+
+
+@dataclass(frozen=True)
+class ImportRecord:
+    module: str  # the name the import is resolved by (top-level, or a longer mapped/namespace prefix)
+    distribution: str | None  # None when unresolved or only guessed
+    resolved_with: str  # model-mapping | mapping | environment | identity-guess | unresolved
+    kind: str  # required | optional | conditional
+    locations: tuple[Location, ...]
+    note: str = ""
+    marker: str | None = None  # for kind == "conditional"
+    guess: str | None = None  # for identity guesses: the distribution name guessed
+
+    @property
+    def optional(self) -> bool:
+        """Not needed unconditionally (optional or conditional)."""
+        return self.kind != "required"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"module": self.module, "distribution": self.distribution, "resolved_with": self.resolved_with,
+                "kind": self.kind, "marker": self.marker, "optional": self.kind == "optional",
+                "locations": [loc.to_json() for loc in self.locations]}
+
+
+@dataclass(frozen=True)
 class ScanResult:
     root: Path
     python: str
@@ -83,15 +167,48 @@ class ScanResult:
     python2_evidence: tuple[Warning_, ...] = ()
     files: int = 0
     lines: int = 0
-    local_modules: tuple[str, ...] = field(default=())
+    local: tuple[LocalModule, ...] = field(default=())
+
+    @property
+    def local_modules(self) -> tuple[str, ...]:
+        return tuple(m.module for m in self.local)
+
+    def _dists(self, kind: str) -> set[str]:
+        return {i.distribution for i in self.imports if i.distribution and i.kind == kind}
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return tuple(sorted(self._dists("required")))
 
     @property
     def distributions(self) -> tuple[str, ...]:
-        return tuple(sorted({i.distribution for i in self.imports if i.distribution}))
+        """What the code needs unconditionally: the required, resolved distributions."""
+        return self.required
+
+    @property
+    def optional_distributions(self) -> tuple[str, ...]:
+        return tuple(sorted(self._dists("optional") - self._dists("required") - set(self.conditional)))
+
+    @property
+    def conditional(self) -> dict[str, str]:
+        """distribution -> PEP 508 marker, for distributions needed only behind a guard."""
+        out: dict[str, list[str]] = {}
+        required = self._dists("required")
+        for i in self.imports:
+            if i.kind == "conditional" and i.distribution and i.distribution not in required and i.marker:
+                out.setdefault(i.distribution, [])
+                if i.marker not in out[i.distribution]:
+                    out[i.distribution].append(i.marker)
+        return {d: " or ".join(f"({m})" if " and " in m or " or " in m else m for m in ms) if len(ms) > 1 else ms[0]
+                for d, ms in sorted(out.items())}
+
+    @property
+    def guesses(self) -> tuple[ImportRecord, ...]:
+        return tuple(i for i in self.imports if i.resolved_with == "identity-guess")
 
     @property
     def unresolved(self) -> tuple[ImportRecord, ...]:
-        return tuple(i for i in self.imports if i.distribution is None)
+        return tuple(i for i in self.imports if i.resolved_with == "unresolved")
 
     @property
     def declared_names(self) -> tuple[str, ...]:
@@ -99,42 +216,88 @@ class ScanResult:
 
     @property
     def undeclared(self) -> tuple[str, ...]:
-        return tuple(d for d in self.distributions if d not in set(self.declared_names))
+        """Resolved distributions of every kind that no requirement file declares."""
+        every = {i.distribution for i in self.imports if i.distribution}
+        return tuple(sorted(every - set(self.declared_names)))
 
     @property
     def unused_declared(self) -> tuple[str, ...]:
-        used = set(self.distributions) | {i.module.lower() for i in self.unresolved}
+        used = {i.distribution for i in self.imports if i.distribution} | {i.guess for i in self.guesses if i.guess} | \
+            {i.module.lower() for i in self.unresolved}
         return tuple(d for d in self.declared_names if d not in used)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "distributions": list(self.distributions),
+            "required": list(self.required),
+            "optional": list(self.optional_distributions),
+            "conditional": [{"distribution": d, "marker": m} for d, m in self.conditional.items()],
             "imports": [i.to_json() for i in self.imports],
+            "guesses": [{"module": i.module, "guess": i.guess, "hint": i.note,
+                         "locations": [loc.to_json() for loc in i.locations]} for i in self.guesses],
             "unresolved": [{"module": i.module, "hint": i.note, "locations": [loc.to_json() for loc in i.locations]}
                            for i in self.unresolved],
+            "local_modules": [m.to_json() for m in self.local],
             "runtime_tools": sorted({t.name for t in self.runtime_tools}),
             "entry_points": [e.to_json() for e in self.entry_points],
             "declared": list(self.declared_names),
+            "declarations": [d.to_json() for d in self.declared],
             "undeclared": list(self.undeclared),
             "unused_declared": list(self.unused_declared),
             "warnings": [str(w) for w in (*self.warnings, *self.python2_evidence)],
         }
 
 
-RUNTIME_TOOLS = {"zip", "unzip", "wget", "curl", "git", "pip", "pip3", "conda", "mamba", "module", "srun",
-                 "mpirun", "tar", "ipython", "jupyter", "nvidia-smi", "rm", "cp", "mv"}
+# ---------------------------------------------------------------------------------------- 1. walk
+
+@dataclass(frozen=True)
+class Walked:
+    root: Path
+    base: Path  # the folder locations are relative to
+    files: tuple[SourceFile, ...]
+    all_files: tuple[str, ...]  # every file under root (relative), for local-module lookups
+    warnings: tuple[Warning_, ...]
 
 
-def _is_runtime_tool(tool: str, script_dir: Path) -> bool:
-    """Known tools, Python interpreters, and ``*.py`` console scripts that a distribution puts
-    on PATH (alignn's ``train_folder.py``), not scripts of the contribution itself."""
-    if tool in RUNTIME_TOOLS or tool.startswith("python"):
-        return True
-    return tool.endswith(".py") and "/" not in tool and not (script_dir / tool).exists()
+def _rel(p: Path, root: Path) -> str:
+    try:
+        return p.relative_to(root).as_posix()
+    except ValueError:
+        return p.as_posix()
 
 
-def _walk(root: Path, warnings: list[Warning_]) -> list[Path]:
-    files: list[Path] = []
+def _kind(name: str, path: Path) -> str | None:
+    lower = name.lower()
+    if lower.endswith(".py"):
+        return "python"
+    if lower.endswith(".ipynb"):
+        return "notebook"
+    if lower in meta.PARSERS:
+        return "metadata"
+    if lower.endswith(SHELL_SUFFIXES) or lower in ("run", "job"):
+        return "shell"
+    return None
+
+
+def walk(root: Path) -> Walked:
+    """The files of a contribution the scanner reads (symlink loops and unreadable folders are
+    warnings). ``root`` may be a single file."""
+    root = Path(root)
+    if not root.exists():
+        raise NotFoundError(f"path not found: {root}", hint="give the contribution folder (or a single file) to scan")
+    if root.is_dir() and not os.access(root, os.R_OK | os.X_OK):
+        raise NotFoundError(f"folder not readable: {root}", hint="check its permissions")
+    base = root if root.is_dir() else root.parent
+    warnings: list[Warning_] = []
+    if not root.is_dir():
+        kind = _kind(root.name, root)
+        if kind is None:
+            warnings.append(Warning_(Location(root.name), "not a file the scanner reads (.py, .ipynb, shell "
+                                     "scripts, metadata.json, info.json, environment.yml, requirements.txt)"))
+            return Walked(root, base, (), (root.name,), tuple(warnings))
+        return Walked(root, base, (SourceFile(root, root.name, kind),), (root.name,), tuple(warnings))
+    files: list[SourceFile] = []
+    every: list[str] = []
     seen: set[tuple[int, int]] = set()
 
     def onerror(exc: OSError) -> None:
@@ -150,217 +313,507 @@ def _walk(root: Path, warnings: list[Warning_]) -> list[Path]:
             seen.add((st.st_dev, st.st_ino))
         except OSError:
             pass
-        dirnames[:] = sorted(n for n in dirnames if (n not in SKIP_DIRS and not n.startswith(".")) or n == ".")
+        dirnames[:] = sorted(n for n in dirnames if n not in SKIP_DIRS and not n.startswith("."))
         for n in sorted(filenames):
-            files.append(d / n)
-    return files
+            f = d / n
+            rel = _rel(f, base)
+            every.append(rel)
+            kind = _kind(n, f)
+            if kind is not None:
+                files.append(SourceFile(f, rel, kind))
+    return Walked(root, base, tuple(files), tuple(every), tuple(warnings))
 
 
-def _rel(p: Path, root: Path) -> str:
-    try:
-        return p.relative_to(root).as_posix()
-    except ValueError:
-        return p.as_posix()
-
+# ---------------------------------------------------------------------------------------- 2. extract
 
 def _count_lines(text: str) -> int:
     """Lines as ``wc -l`` would count them, plus a last line without a newline."""
     return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
+def _code_payload(parsed: pysrc.Parsed, cell: int | None, out: dict[str, list[Any]]) -> None:
+    """Add one code text's facts (a .py file or a notebook cell) to a cacheable payload."""
+    for imp in parsed.imports:
+        if imp.relative or not imp.module:
+            continue
+        out["imports"].append([imp.module, list(imp.names), imp.line, cell, imp.optional, imp.marker, imp.dynamic])
+    for line, msg in parsed.warnings:
+        out["warnings"].append([line, cell, msg])
+    for line, ev in parsed.python2:
+        out["python2"].append([line, cell, f"Python 2 evidence: {ev}"])
+    for line, folder in parsed.syspath:
+        out["syspath"].append([line, cell, folder])
+    for cmd, line in parsed.commands:
+        for tool, argv in shell.command_tools(cmd):
+            out["commands"].append([tool, list(argv), line, cell])
+
+
+def _empty_payload() -> dict[str, Any]:
+    return {"imports": [], "commands": [], "warnings": [], "python2": [], "syspath": [], "entry_points": [],
+            "script": False, "lines": 0, "code": False}
+
+
+def extract_bytes(kind: str, data: bytes) -> dict[str, Any]:
+    """The facts of one file's bytes as a JSON-able payload (no paths: the cache is shared by
+    files with equal content). Pure: never raises on bad input, never runs anything."""
+    out = _empty_payload()
+    if kind == "python":
+        out["code"] = True
+        if b"\0" in data[:8192]:
+            out["warnings"].append([None, None, "binary content in a .py file; skipped"])
+            return out
+        text, enc_warn = pysrc.decode_source(data)
+        if enc_warn:
+            out["warnings"].append([1, None, enc_warn])
+        out["lines"] = _count_lines(text)
+        parsed = pysrc.parse_code(text)
+        out["script"] = parsed.main_guard
+        _code_payload(parsed, None, out)
+    elif kind == "notebook":
+        out["code"] = True
+        try:
+            cells, lang = notebook.code_cells(data)
+        except notebook.NotebookError as exc:
+            out["warnings"].append([exc.line, None, f"broken notebook: {exc}; its imports were not read"])
+            return out
+        if lang is not None and lang not in ("python", "python3", "ipython", "python2"):
+            out["warnings"].append([None, None, f"a {lang} notebook; skipped"])
+            return out
+        out["script"] = True  # a notebook runs in its own folder
+        for c in cells:
+            out["lines"] += _count_lines(c.source)
+            _code_payload(pysrc.parse_code(c.source), c.index, out)
+    elif kind == "shell":  # extract() has already checked that the file is a shell script
+        text = data.decode("utf-8", errors="replace")
+        sh = shell.scan_shell(text)
+        for sc in sh.commands:
+            out["commands"].append([sc.tool, list(sc.argv), sc.line, None])
+        for interp, script, line in sh.entry_points:
+            out["entry_points"].append([interp, script, line])
+    return out
+
+
+def _facts(src: SourceFile, payload: dict[str, Any]) -> FileFacts:
+    rel = src.rel
+
+    def loc(line: int | None, cell: int | None) -> Location:
+        return Location(rel, line, cell)
+
+    imports = tuple(FoundImport(m, tuple(names), loc(line, cell), bool(opt), marker, bool(dyn))
+                    for m, names, line, cell, opt, marker, dyn in payload["imports"])
+    commands = tuple(FoundCommand(tool, tuple(argv), loc(line, cell)) for tool, argv, line, cell in payload["commands"])
+    declared: list[meta.Declared] = []
+    warnings = [Warning_(loc(line, cell), msg) for line, cell, msg in payload["warnings"]]
+    for c in commands:  # `pip install x==1.2` in notebooks, scripts and shell files is a declaration
+        if c.tool in ("pip", "pip3") or c.tool.startswith("pip"):
+            ds, ws = meta.pip_install_requirements(c.argv, rel, c.location.line, c.location.cell)
+            declared.extend(ds)
+            warnings.extend(Warning_(loc(line, c.location.cell), msg) for _p, line, msg in ws)
+    return FileFacts(
+        source=src, imports=imports, commands=commands, declared=tuple(declared), warnings=tuple(warnings),
+        python2=tuple(Warning_(loc(line, cell), msg) for line, cell, msg in payload["python2"]),
+        entry_points=tuple(EntryPoint(i, s, loc(line, None)) for i, s, line in payload["entry_points"]),
+        syspath=tuple((loc(line, cell), folder) for line, cell, folder in payload["syspath"]),
+        script=bool(payload["script"]), lines=int(payload["lines"]), code=bool(payload["code"]))
+
+
+def _cache_file(cache: Path, kind: str, data: bytes) -> Path:
+    h = hashlib.sha256(f"{EXTRACT_VERSION}\0{kind}\0".encode() + data).hexdigest()
+    return cache / h[:2] / f"{h}.json"
+
+
+def _read_cache(path: Path) -> dict[str, Any] | None:
+    try:
+        payload = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return payload if isinstance(payload, dict) and set(_empty_payload()) <= set(payload) else None
+
+
+def _write_cache(path: Path, payload: dict[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(payload, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a cache that cannot be written only costs time
+
+
+def _extract_job(job: tuple[str, bytes]) -> dict[str, Any]:
+    return extract_bytes(*job)
+
+
+def _read(src: SourceFile) -> tuple[bytes | None, Warning_ | None]:
+    try:
+        st = src.path.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            st = src.path.stat()  # raises for dangling links and loops
+        if not stat.S_ISREG(st.st_mode):
+            return None, None
+        if st.st_size > MAX_BYTES and src.kind in ("python", "notebook"):
+            return None, Warning_(Location(src.rel), f"larger than {MAX_BYTES // 1_000_000} MB; skipped")
+        return src.path.read_bytes(), None
+    except OSError as exc:
+        return None, Warning_(Location(src.rel), f"cannot read: {exc.strerror or exc}")
+
+
+def extract(walked: Walked, *, cache: Path | None = None, jobs: int | None = None) -> tuple[FileFacts, ...]:
+    """Facts of every file (see the module docstring). ``cache``: folder of the per-file cache
+    (None: no cache). ``jobs``: worker processes for big trees (default: the machine's cores)."""
+    facts: list[FileFacts | None] = []
+    todo: list[tuple[int, SourceFile, bytes, Path | None]] = []
+    for src in walked.files:
+        data, warn = _read(src)
+        if data is None:
+            facts.append(FileFacts(src, warnings=(warn,) if warn else ()))
+            continue
+        if src.kind == "metadata":
+            text = data.decode("utf-8", errors="replace")
+            ms = meta.PARSERS[src.path.name.lower()](text, src.rel)
+            facts.append(FileFacts(src, declared=ms.declared,
+                                   warnings=tuple(Warning_(Location(p, line), msg) for p, line, msg in ms.warnings)))
+            continue
+        if src.kind == "shell" and not shell.is_shell_file(src.path.name, data[:200]):
+            facts.append(FileFacts(src))
+            continue
+        cfile = _cache_file(cache, src.kind, data) if cache is not None else None
+        payload = _read_cache(cfile) if cfile is not None else None
+        if payload is not None:
+            facts.append(_facts(src, payload))
+            continue
+        facts.append(None)
+        todo.append((len(facts) - 1, src, data, cfile))
+    if todo:
+        big = sum(len(d) for _, _, d, _ in todo) >= PARALLEL_MIN_BYTES
+        workers = jobs if jobs is not None else (os.cpu_count() or 1)
+        payloads: Iterable[dict[str, Any]]
+        if big and workers > 1 and len(todo) > 1:
+            payloads = _parallel([(s.kind, d) for _, s, d, _ in todo], workers)
+        else:
+            payloads = (extract_bytes(s.kind, d) for _, s, d, _ in todo)
+        for (i, src, _data, cfile), payload in zip(todo, payloads, strict=True):
+            if cfile is not None:
+                _write_cache(cfile, payload)
+            facts[i] = _facts(src, payload)
+    return tuple(f for f in facts if f is not None)
+
+
+def _parallel(jobs: list[tuple[str, bytes]], workers: int) -> list[dict[str, Any]]:
+    import concurrent.futures
+    import multiprocessing
+
+    try:
+        ctx = multiprocessing.get_context("fork")
+    except ValueError:
+        return [extract_bytes(*j) for j in jobs]
+    # biggest first, so no worker is left with a huge file at the end
+    order = sorted(range(len(jobs)), key=lambda k: -len(jobs[k][1]))
+    try:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            results = list(pool.map(_extract_job, [jobs[k] for k in order], chunksize=8))
+    except (OSError, concurrent.futures.process.BrokenProcessPool):
+        return [extract_bytes(*j) for j in jobs]
+    out: list[dict[str, Any]] = [{}] * len(jobs)
+    for k, r in zip(order, results, strict=True):
+        out[k] = r
+    return out
+
+
+# ---------------------------------------------------------------------------------------- 3. classify
+
+RUNTIME_TOOLS = {"zip", "unzip", "wget", "curl", "git", "pip", "pip3", "conda", "mamba", "module", "srun",
+                 "mpirun", "tar", "ipython", "jupyter", "nvidia-smi", "rm", "cp", "mv"}
 _LOCAL_EXTS = (".py", ".so", ".pyd", ".pyx")
 
 
-def _local_names(script_dir: Path) -> frozenset[str]:
-    """Top-level module names a script in ``script_dir`` can import from next to itself:
-    ``x.py``, extension modules (``x.so``, ``x.cpython-310-x86_64-linux-gnu.so``, ``x.pyd``,
-    ``x.pyx``) and folders. One directory listing (the scanner caches it per folder)."""
-    names: set[str] = set()
-    try:
-        with os.scandir(script_dir) as it:
-            for e in it:
-                try:
-                    if e.is_dir():
-                        names.add(e.name)
-                    elif e.name.endswith(_LOCAL_EXTS) and e.is_file():
-                        names.add(e.name.split(".", 1)[0])
-                except OSError:
-                    continue
-    except OSError:
-        pass
-    return frozenset(names)
+def _is_runtime_tool(tool: str, script_dir: Path) -> bool:
+    """Known tools, Python interpreters, and ``*.py`` console scripts that a distribution puts
+    on PATH (alignn's ``train_folder.py``), not scripts of the contribution itself."""
+    if tool in RUNTIME_TOOLS or tool.startswith("python"):
+        return True
+    return tool.endswith(".py") and "/" not in tool and not (script_dir / tool).exists()
 
 
-def _is_local(module: str, script_dir: Path, cache: dict[Path, frozenset[str]] | None = None) -> bool:
-    """Does ``module`` resolve to a file or folder next to the importing script?"""
-    if cache is None:
-        cache = {}
-    names = cache.get(script_dir)
-    if names is None:
-        names = cache[script_dir] = _local_names(script_dir)
-    return module.split(".")[0] in names
+@dataclass(frozen=True)
+class Classified:
+    third_party: tuple[FoundImport, ...]
+    local: tuple[LocalModule, ...]
+    local_shadowing: tuple[tuple[str, str], ...]  # (module, defining path) of local modules to check by name
+    tree_modules: dict[str, str]  # every module name the tree defines anywhere -> first path
+    python2: tuple[Warning_, ...]
+    warnings: tuple[Warning_, ...]
+    tools: tuple[Tool, ...]
+    entry_points: tuple[EntryPoint, ...]
+    declared: tuple[meta.Declared, ...]
+    files: int
+    lines: int
 
 
-def _tree_modules(files: list[Path], base: Path) -> dict[str, str]:
+class _LocalIndex:
+    """Module names importable from given folders: ``x.py``, extension modules and folders that
+    hold Python code (a folder of CSVs or run logs is not a package). Folders inside the tree are
+    relative posix strings ("" is the scanned folder); folders outside it are absolute paths."""
+
+    def __init__(self, walked: Walked) -> None:
+        self.base = walked.base.resolve()
+        self.names: dict[str, dict[str, str]] = {}  # folder (relative) -> module -> defining path
+        code_dirs: set[str] = set()
+        for rel in walked.all_files:
+            parent, _, name = rel.rpartition("/")
+            if name.endswith(_LOCAL_EXTS):
+                self.names.setdefault(parent, {}).setdefault(name.split(".", 1)[0], rel)
+                if name.endswith(".py"):
+                    parts = parent.split("/") if parent else []
+                    for i in range(len(parts)):
+                        code_dirs.add("/".join(parts[:i + 1]))
+        for d in code_dirs:
+            parent, _, name = d.rpartition("/")
+            self.names.setdefault(parent, {}).setdefault(name, d + "/")
+        self.outside: dict[str, dict[str, str]] = {}
+
+    def folder_key(self, folder: str) -> str:
+        """``folder`` (relative to the scanned folder, may contain ``..``) as a lookup key."""
+        norm = os.path.normpath(folder) if folder else "."
+        if norm == ".":
+            return ""
+        if not norm.startswith("../") and norm != ".." and not os.path.isabs(norm):
+            return norm.replace(os.sep, "/")
+        full = Path(os.path.normpath(self.base / norm))
+        try:
+            rel = full.relative_to(self.base).as_posix()
+        except ValueError:
+            return str(full)
+        return "" if rel == "." else rel
+
+    def lookup(self, key: str, module: str) -> str | None:
+        if key.startswith("/"):
+            return self._outside(key).get(module)
+        return self.names.get(key, {}).get(module)
+
+    def _outside(self, folder: str) -> dict[str, str]:
+        """A folder outside the scanned tree (``sys.path.insert(0, "../lib")``): one listing."""
+        if folder not in self.outside:
+            names: dict[str, str] = {}
+            try:
+                with os.scandir(folder) as it:
+                    for e in it:
+                        try:
+                            if e.name.endswith(_LOCAL_EXTS) and e.is_file():
+                                names.setdefault(e.name.split(".", 1)[0], e.path)
+                            elif e.is_dir() and any(p.suffix == ".py" for p in Path(e.path).rglob("*.py")):
+                                names.setdefault(e.name, e.path + "/")
+                        except OSError:
+                            continue
+            except OSError:
+                pass
+            self.outside[folder] = names
+        return self.outside[folder]
+
+
+def _ancestors(folder: str) -> Iterable[str]:
+    """``a/b`` -> ``a/b``, ``a``, ``""``."""
+    while folder:
+        yield folder
+        folder = folder.rpartition("/")[0]
+    yield ""
+
+
+def _tree_modules(all_files: Iterable[str]) -> dict[str, str]:
     """Module names the scanned tree itself defines anywhere (``x.py`` files and folders holding
     ``.py`` files) -> the first such path. Only consulted for names no resolver knows, so a
     folder named like a real package (``jarvis/``) never hides it."""
     out: dict[str, str] = {}
-    for f in files:
-        if not f.name.endswith(".py"):
+    for rel in all_files:
+        if not rel.endswith(".py"):
             continue
-        rel = _rel(f, base)
         parts = rel.split("/")
-        out.setdefault(f.name[:-3], rel)
+        out.setdefault(parts[-1][:-3], rel)
         for i, d in enumerate(parts[:-1]):
             out.setdefault(d, "/".join(parts[:i + 1]) + "/")
     return out
 
 
-def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = ()) -> ScanResult:
-    root = Path(root)
-    if not root.exists():
-        raise NotFoundError(f"path not found: {root}", hint="give the contribution folder (or a single file) to scan")
-    if root.is_dir() and not os.access(root, os.R_OK | os.X_OK):
-        raise NotFoundError(f"folder not readable: {root}", hint="check its permissions")
-    base = root if root.is_dir() else root.parent
-    warnings: list[Warning_] = []
-    files = _walk(root, warnings) if root.is_dir() else [root]
+def _unimported_script(f: FileFacts, imported: set[str], packages: set[str]) -> bool:
+    """A ``.py`` file outside any package whose name no file imports is run as a script
+    (``python run.py``), so its folder is where its absolute imports resolve from. When in
+    doubt (the name is imported somewhere), it is not."""
+    if f.source.kind != "python":
+        return False
+    folder, _, name = f.source.rel.rpartition("/")
+    stem = name[:-3] if name.endswith(".py") else name
+    return stem != "__init__" and stem not in imported and folder not in packages
+
+
+def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classified:
+    """Standard library, the contribution's own modules, and third-party imports (see above)."""
     stdlib = stdlib_names(python)
+    warnings: list[Warning_] = list(walked.warnings)
     if python not in known_versions():
         nearest = next(v for v in known_versions() if stdlib_names(v) is stdlib)
         warnings.append(Warning_(Location("--python"), f"no standard-library table for Python {python!r}; used "
                                  f"{nearest} (known: {', '.join(known_versions())})"))
     py2_names = python2_only_names()
-    found: dict[str, list[tuple[Location, bool]]] = {}
-    tools: list[Tool] = []
-    entries: list[EntryPoint] = []
-    declared: list[meta.Declared] = []
-    py2: list[Warning_] = []
-    local_mods: set[str] = set()
-    dir_names: dict[Path, frozenset[str]] = {}
-    n_files = n_lines = 0
+    base = walked.base
+    index = _LocalIndex(walked)
+    entries = [e for f in facts for e in f.entry_points]
+    # Where Python resolves absolute imports from, by scope: a script (a notebook, an
+    # `if __name__ == "__main__"` file, a file nothing imports, a script a shell entry runs) makes
+    # its folder searched for the files at and below it; a sys.path insert that can be read
+    # without running anything adds its folder for the files at and below the inserting file's
+    # folder; the scanned folder is searched for every file. A leaderboard of many contributions
+    # therefore never lends one contribution's modules to another.
+    search: dict[str, list[str]] = {"": [""]}
 
-    def add_code(text: str, rel: str, script_dir: Path, cell: int | None = None) -> None:
-        parsed = pysrc.parse_code(text)
-        for line, msg in parsed.warnings:
-            warnings.append(Warning_(Location(rel, line, cell), msg))
-        for line, ev in parsed.python2:
-            py2.append(Warning_(Location(rel, line, cell), f"Python 2 evidence: {ev}"))
-        for imp in parsed.imports:
-            if imp.relative or not imp.module:
-                continue
+    def add(scope: str, key: str) -> None:
+        targets = search.setdefault(scope, [])
+        if key not in targets:
+            targets.append(key)
+
+    imported = {part for f in facts for imp in f.imports for part in (*imp.module.split("."), *imp.names)}
+    packages = {rel.rpartition("/")[0] for rel in walked.all_files if rel.endswith("/__init__.py")}
+    for f in facts:
+        folder = f.source.rel.rpartition("/")[0]
+        if f.script or _unimported_script(f, imported, packages):
+            add(folder, folder)
+        for loc, inserted in f.syspath:
+            if "__file__" not in inserted:
+                add(folder, index.folder_key(f"{folder}/{inserted}" if folder else inserted))
+    for e in entries:
+        shell_dir = e.location.path.rpartition("/")[0]
+        for cand in (f"{shell_dir}/{e.script}" if shell_dir else e.script, e.script):
+            if (base / cand).is_file():
+                key = index.folder_key(cand.rpartition("/")[0])
+                add(key if not key.startswith("/") else shell_dir, key)
+                break
+    found: dict[tuple[str, str], str | None] = {}
+
+    def local_path(folder: str, top: str) -> str | None:
+        if (folder, top) not in found:
+            found[folder, top] = next((p for scope in _ancestors(folder) for key in search.get(scope, ())
+                                       if (p := index.lookup(key, top)) is not None), None)
+        return found[folder, top]
+
+    third: list[FoundImport] = []
+    local_locs: dict[str, tuple[str, list[Location]]] = {}
+    python2: list[Warning_] = []
+    tools: list[Tool] = []
+    declared: list[meta.Declared] = []
+    n_files = n_lines = 0
+    for f in facts:
+        warnings.extend(f.warnings)
+        python2.extend(f.python2)
+        declared.extend(f.declared)
+        n_files += f.code
+        n_lines += f.lines
+        script_dir = (base / f.source.rel).parent
+        for c in f.commands:
+            if _is_runtime_tool(c.tool, script_dir):
+                tools.append(Tool(c.tool, " ".join(c.argv)[:200], c.location))
+        for imp in f.imports:
             top = imp.module.split(".")[0]
-            loc = Location(rel, imp.line, cell)
             if top in py2_names and top not in stdlib:
-                py2.append(Warning_(loc, f"Python 2 evidence: stdlib module {top} exists only in Python 2"))
+                python2.append(Warning_(imp.location, f"Python 2 evidence: stdlib module {top} exists only in Python 2"))
                 continue
             if top in stdlib or top == "__future__":
                 continue
-            if _is_local(imp.module, script_dir, dir_names):
-                local_mods.add(top)
+            where = local_path(f.source.rel.rpartition("/")[0], top)
+            if where is not None:
+                entry = local_locs.setdefault(top, (where, []))
+                entry[1].append(imp.location)
                 continue
-            key = imp.module if imp.module.split(".")[0] in ("google", "tensorflow") else top
-            if key.startswith("tensorflow"):
-                key = "tensorflow"
-            if key.startswith("google.") and key.count(".") > 1:
-                key = ".".join(key.split(".")[:2])
-            found.setdefault(key, []).append((loc, imp.optional))
-        for cmd, line in parsed.commands:
-            for tool, argv in shell.command_tools(cmd):
-                if _is_runtime_tool(tool, script_dir):
-                    tools.append(Tool(tool, " ".join(argv)[:200], Location(rel, line, cell)))
+            third.append(imp)
+    if not entries and walked.root.is_dir():
+        for cand in ("run.py", "main.py", "train.py"):
+            if (walked.root / cand).is_file():
+                entries.append(EntryPoint("python", cand, Location(cand)))
+                break
+    local = tuple(LocalModule(m, p, tuple(sorted(set(locs), key=_loc_key))) for m, (p, locs) in sorted(local_locs.items()))
+    return Classified(tuple(third), local, tuple((m.module, m.path) for m in local), _tree_modules(walked.all_files),
+                      tuple(python2), tuple(warnings), tuple(tools), tuple(entries), tuple(declared), n_files, n_lines)
 
-    for f in files:
-        rel = _rel(f, base)
-        name = f.name
-        try:
-            st = f.lstat()
-            if stat.S_ISLNK(st.st_mode):
-                st = f.stat()  # raises for dangling links and loops
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            if st.st_size > MAX_BYTES and name.endswith((".py", ".ipynb")):
-                warnings.append(Warning_(Location(rel), f"larger than {MAX_BYTES // 1_000_000} MB; skipped"))
-                continue
-            lower = name.lower()
-            wanted = lower.endswith((".py", ".ipynb")) or lower in meta.PARSERS or \
-                lower.endswith((".sh", ".bash", ".slurm", ".sbatch", ".job", ".pbs")) or lower in ("run", "job")
-            if not wanted:
-                if f == root:  # a single file was asked for
-                    warnings.append(Warning_(Location(rel), "not a file the scanner reads (.py, .ipynb, shell "
-                                             "scripts, metadata.json, info.json, environment.yml, requirements.txt)"))
-                continue
-            data = f.read_bytes()
-        except OSError as exc:
-            warnings.append(Warning_(Location(rel), f"cannot read: {exc.strerror or exc}"))
-            continue
-        if lower.endswith(".py"):
-            n_files += 1
-            if b"\0" in data[:8192]:
-                warnings.append(Warning_(Location(rel), "binary content in a .py file; skipped"))
-                continue
-            text, enc_warn = pysrc.decode_source(data)
-            if enc_warn:
-                warnings.append(Warning_(Location(rel, 1), enc_warn))
-            n_lines += _count_lines(text)
-            add_code(text, rel, f.parent)
-        elif lower.endswith(".ipynb"):
-            n_files += 1
-            try:
-                cells, lang = notebook.code_cells(data)
-            except notebook.NotebookError as exc:
-                warnings.append(Warning_(Location(rel, exc.line), f"broken notebook: {exc}; its imports were not read"))
-                continue
-            if lang is not None and lang not in ("python", "python3", "ipython", "python2"):
-                warnings.append(Warning_(Location(rel), f"a {lang} notebook; skipped"))
-                continue
-            for c in cells:
-                n_lines += _count_lines(c.source)
-                add_code(c.source, rel, f.parent, c.index)
-        elif lower in meta.PARSERS:
-            text = data.decode("utf-8", errors="replace")
-            ms = meta.PARSERS[lower](text, rel)
-            declared.extend(ms.declared)
-            for path, line, msg in ms.warnings:
-                warnings.append(Warning_(Location(path, line), msg))
-        elif shell.is_shell_file(name, data[:200]):
-            text = data.decode("utf-8", errors="replace")
-            sh = shell.scan_shell(text)
-            for sc in sh.commands:
-                if _is_runtime_tool(sc.tool, f.parent):
-                    tools.append(Tool(sc.tool, " ".join(sc.argv)[:200], Location(rel, sc.line)))
-            for interp, script, line in sh.entry_points:
-                entries.append(EntryPoint(interp, script, Location(rel, line)))
 
+def _loc_key(loc: Location) -> tuple[str, int, int]:
+    return (loc.path, loc.cell or 0, loc.line or 0)
+
+
+# ---------------------------------------------------------------------------------------- 4. resolve
+
+def _kind_of(occurrences: Sequence[FoundImport]) -> tuple[str, str | None]:
+    if any(not o.optional and o.marker is None for o in occurrences):
+        return "required", None
+    guarded = [o.marker for o in occurrences if not o.optional and o.marker]
+    if guarded:
+        unique = list(dict.fromkeys(guarded))
+        marker = unique[0] if len(unique) == 1 else " or ".join(
+            f"({m})" if " and " in m or " or " in m else m for m in unique)
+        return "conditional", marker
+    return "optional", None
+
+
+def resolve(classified: Classified, resolver: Resolver) -> tuple[tuple[ImportRecord, ...], tuple[LocalModule, ...],
+                                                                 tuple[Warning_, ...]]:
+    """Third-party imports -> distributions, by kind; returns (records, local modules, warnings)."""
+    warnings: list[Warning_] = []
+    for module, path in classified.local_shadowing:
+        res = resolver.resolve(module)
+        if res.resolved_with in ("mapping", "model-mapping") and res.distribution:
+            warnings.append(Warning_(Location(path), f"local {module} ({path}) has the name of a module of the "
+                                     f"distribution {res.distribution}; the code imports the local one (rename it "
+                                     "if the distribution is meant)"))
+    groups: dict[str, list[FoundImport]] = {}
+    for imp in classified.third_party:
+        groups.setdefault(resolver.key_of(imp.module, imp.names), []).append(imp)
+    records: list[ImportRecord] = []
+    local = list(classified.local)
+    for key in sorted(groups, key=str.lower):
+        occ = groups[key]
+        res = resolver.resolve(key)
+        locs = tuple(sorted({o.location for o in occ}, key=_loc_key))
+        if res.resolved_with == "identity-guess":
+            where = classified.tree_modules.get(key.split(".")[0])
+            if where is not None:  # no known distribution, but the contribution has code of that name
+                local.append(LocalModule(key.split(".")[0], where, locs))
+                warnings.append(Warning_(locs[0], f"{key}: not in a folder Python imports from, but {where} in this "
+                                         "folder has that name (a sys.path change?); treated as local code"))
+                continue
+            warnings.append(Warning_(locs[0], f"{key}: {res.note}"))
+        kind, marker = _kind_of(occ)
+        guess = res.distribution if res.resolved_with == "identity-guess" else None
+        dist = None if guess else res.distribution
+        records.append(ImportRecord(key, dist, res.resolved_with, kind, locs, res.note, marker, guess))
+    local.sort(key=lambda m: m.module)
+    return tuple(records), tuple(local), tuple(warnings)
+
+
+# ---------------------------------------------------------------------------------------- the analysis
+
+def default_cache() -> Path:
+    from pyrepro.paths import cache_dir
+
+    return cache_dir() / "scan"
+
+
+def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = (),
+              mapping: dict[str, str] | None = None, cache: Path | None | bool = True,
+              jobs: int | None = None) -> ScanResult:
+    """Scan a contribution folder (or one file): walk -> extract -> classify -> resolve.
+
+    ``mapping``: a model's reviewed ``[mapping]`` (module -> distribution), the first resolver.
+    ``cache``: True for the user cache, a folder, or False/None for none.
+    """
+    walked = walk(root)
+    cache_path = default_cache() if cache is True else (cache or None)
+    facts = extract(walked, cache=cache_path, jobs=jobs)
+    classified = classify(walked, facts, python)
+    warnings = list(classified.warnings)
     for env_dir in pyenv:
         if not Path(env_dir).is_dir():
             warnings.append(Warning_(Location(str(env_dir)), "--pyenv folder not found; names were not resolved "
                                      "from it (give a site-packages folder)"))
-    resolver = Resolver(pyenv)
-    records = []
-    tree_modules: dict[str, str] | None = None
-    for key in sorted(found, key=str.lower):
-        occ = found[key]
-        res = resolver.resolve(key)
-        if res.resolved_with == "identity-guess":
-            if tree_modules is None:
-                tree_modules = _tree_modules(files, base)
-            where = tree_modules.get(key.split(".")[0])
-            if where is not None:  # no known distribution, but the contribution has code of that name
-                local_mods.add(key.split(".")[0])
-                warnings.append(Warning_(occ[0][0], f"{key}: not next to the importing script, but {where} in this "
-                                         "folder has that name (a sys.path change?); treated as local code"))
-                continue
-            warnings.append(Warning_(occ[0][0], f"{key}: {res.note}"))
-        locs = tuple(sorted({loc for loc, _ in occ}, key=lambda x: (x.path, x.cell or 0, x.line or 0)))
-        records.append(ImportRecord(key, res.distribution, res.resolved_with, all(o for _, o in occ), locs, res.note))
-    if not entries and root.is_dir():
-        for cand in ("run.py", "main.py", "train.py"):
-            if (root / cand).is_file():
-                entries.append(EntryPoint("python", cand, Location(cand)))
-                break
-    return ScanResult(root=root, python=python, imports=tuple(records),
-                      runtime_tools=tuple(tools), entry_points=tuple(entries), declared=tuple(declared),
-                      warnings=tuple(warnings), python2_evidence=tuple(py2), files=n_files, lines=n_lines,
-                      local_modules=tuple(sorted(local_mods)))
+    records, local, res_warnings = resolve(classified, Resolver(pyenv, mapping))
+    warnings.extend(res_warnings)
+    return ScanResult(root=Path(root), python=python, imports=records, runtime_tools=classified.tools,
+                      entry_points=classified.entry_points, declared=classified.declared,
+                      warnings=tuple(warnings), python2_evidence=classified.python2, files=classified.files,
+                      lines=classified.lines, local=local)

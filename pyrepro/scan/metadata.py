@@ -13,19 +13,17 @@ Every problem is a warning with the file and line; nothing here raises on bad in
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import shlex
 from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from pyrepro.resolve import module_alias
+from pyrepro.resolve import conda_to_pypi, module_alias
 
-CONDA_NAMES = {"py-xgboost-gpu": "xgboost", "py-xgboost": "xgboost", "py-xgboost-cpu": "xgboost",
-               "pytorch": "torch", "pytorch-gpu": "torch", "pytorch-cpu": "torch", "tensorflow-gpu": "tensorflow",
-               "py-lightgbm": "lightgbm", "pytorch-lightning": "pytorch-lightning", "pyg": "torch-geometric",
-               "pytorch-scatter": "torch-scatter", "pytorch-sparse": "torch-sparse", "dglteam::dgl": "dgl"}
 CONDA_SYSTEM = re.compile(
     r"^(python|pip|setuptools|wheel|cudatoolkit|cudnn|cuda-.*|nccl|mkl.*|intel-.*|openssl|ca-certificates|certifi|"
     r"tk|xz|zlib|readline|sqlite|ncurses|bzip2|tzdata|ld_impl_.*|lib.*|_.*|openmp|llvm-openmp|blas|"
@@ -46,6 +44,11 @@ class Declared:
     spec: str  # as written (or '')
     path: str
     line: int | None
+    cell: int | None = None  # notebook cell of a ``%pip install`` line
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "spec": self.spec,
+                "location": {"path": self.path, "line": self.line, "cell": self.cell}}
 
 
 @dataclass(frozen=True)
@@ -120,13 +123,13 @@ def _alias(d: Declared) -> Declared:
     """``software_used`` often names the import rather than the distribution (``sklearn``):
     an exact module name of the reviewed mapping becomes its distribution."""
     mapped = module_alias(d.spec.strip()) or module_alias(d.name)
-    return Declared(mapped, d.spec, d.path, d.line) if mapped and mapped != d.name else d
+    return dataclasses.replace(d, name=mapped) if mapped and mapped != d.name else d
 
 
 def _conda(d: Declared) -> Declared:
     """Map a conda package name to its PyPI name (py-xgboost-gpu -> xgboost)."""
-    mapped = CONDA_NAMES.get(d.name)
-    return Declared(canonicalize_name(mapped), d.spec, d.path, d.line) if mapped else d
+    mapped = conda_to_pypi(d.name)
+    return dataclasses.replace(d, name=canonicalize_name(mapped)) if mapped else d
 
 
 def _requirements(req: object, path: str, line: int | None, warnings: list[tuple[str, int | None, str]],
@@ -216,7 +219,7 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
         if conda:
             if CONDA_SYSTEM.match(name.lower()):
                 continue
-            mapped = CONDA_NAMES.get(name.lower(), name)
+            mapped = conda_to_pypi(name.lower()) or conda_to_pypi(item.split("=")[0].strip()) or name
             if mapped != name:
                 warnings.append((path, n, f"conda package {name} is {mapped} on PyPI"))
             out.append(Declared(canonicalize_name(mapped), item, path, n))
@@ -240,3 +243,69 @@ def parse_requirements_txt(text: str, path: str) -> MetaScan:
 PARSERS = {"metadata.json": parse_software_used, "info.json": parse_info_json,
            "environment.yml": parse_environment_yml, "environment.yaml": parse_environment_yml,
            "requirements.txt": parse_requirements_txt}
+
+
+_PIP_OPTS_WITH_VALUE = {"-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url",
+                        "-f", "--find-links", "-t", "--target", "--prefix", "--root", "--src", "--trusted-host",
+                        "--platform", "--python-version", "--implementation", "--abi", "--progress-bar",
+                        "--cache-dir", "--log", "--proxy", "--retries", "--timeout", "--upgrade-strategy"}
+
+
+def pip_install_requirements(argv: tuple[str, ...], path: str, line: int | None, cell: int | None = None,
+                             ) -> tuple[list[Declared], list[tuple[str, int | None, str]]]:
+    """Declarations of a ``pip install ...`` command line (argv starting at ``pip``): each
+    requirement with its version, located; options skipped; ``-r FILE`` noted."""
+    warnings: list[tuple[str, int | None, str]] = []
+    out: list[Declared] = []
+    if len(argv) < 2 or argv[1] != "install":
+        return out, warnings
+    args = list(argv[2:])
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-r", "--requirement"):
+            if i + 1 < len(args):
+                warnings.append((path, line, f"pip install -r {args[i + 1]}: scan that requirements file too"))
+            i += 2
+            continue
+        if a in _PIP_OPTS_WITH_VALUE:
+            i += 2
+            continue
+        if a.startswith("-") and a not in ("-e", "--editable"):
+            i += 1
+            continue
+        if a in ("-e", "--editable"):
+            i += 1
+            if i < len(args):
+                d = _req(f"-e {args[i]}", path, line, warnings)
+                if d:
+                    out.append(Declared(d.name, d.spec, path, line, cell))
+            i += 1
+            continue
+        if a in (".", "..") or a.startswith(("./", "../", "/")) or a.endswith((".whl", ".tar.gz", ".zip")):
+            warnings.append((path, line, f"pip install {a}: a local path or file, not a declaration"))
+            i += 1
+            continue
+        d = _req(a, path, line, warnings)
+        if d:
+            out.append(_alias(Declared(d.name, d.spec, path, line, cell)))
+        i += 1
+    return out, warnings
+
+
+def pip_install_line(command: str, path: str, line: int | None, cell: int | None = None,
+                     ) -> tuple[list[Declared], list[tuple[str, int | None, str]]]:
+    """Declarations of a shell command text containing ``pip install`` (``!pip install x``,
+    ``python -m pip install x``); nothing for other commands."""
+    if "install" not in command or "pip" not in command:
+        return [], []
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        words = command.split()
+    for k, w in enumerate(words):
+        base = w.rsplit("/", 1)[-1]
+        if re.fullmatch(r"pip[\d.]*", base) and words[k + 1:k + 2] == ["install"]:
+            end = next((j for j in range(k, len(words)) if words[j] in ("&&", ";", "||", "|")), len(words))
+            return pip_install_requirements(("pip", *words[k + 1:end]), path, line, cell)
+    return [], []

@@ -24,7 +24,10 @@ import re
 import tokenize
 from dataclasses import dataclass
 
+from pyrepro.scan import markers
+
 MAGIC_LINE = re.compile(r"^(\s*)([!%].*)$")
+ASSIGN_MAGIC = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*([!%].*)$")
 _IMPORT_LINE = re.compile(r"^\s*import\s+([A-Za-z_][\w.]*(?:\s+as\s+\w+)?(?:\s*,\s*[A-Za-z_][\w.]*(?:\s+as\s+\w+)?)*)")
 _FROM_LINE = re.compile(r"^\s*from\s+(\.*)([A-Za-z_][\w.]*)?\s+import\b")
 _PY2_PRINT = re.compile(r"^\s*print\s+[^\s(=]")
@@ -40,6 +43,8 @@ class RawImport:
     optional: bool
     relative: bool = False
     dynamic: bool = False
+    names: tuple[str, ...] = ()  # ``from module import a, b``: ("a", "b") (namespace packages need them)
+    marker: str | None = None  # PEP 508 marker of the platform/version guard around the import
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,8 @@ class Parsed:
     warnings: tuple[tuple[int | None, str], ...]  # (line, message)
     python2: tuple[tuple[int, str], ...]  # (line, evidence)
     fallback: bool = False
+    syspath: tuple[tuple[int, str], ...] = ()  # (line, folder) of literal sys.path inserts, relative to the file
+    main_guard: bool = False  # ``if __name__ == "__main__":``: the file is run as a script
 
 
 # Line magics whose argument is Python code (``%time import x`` must keep its import).
@@ -96,6 +103,16 @@ def blank_magics(text: str) -> tuple[str, list[tuple[str, int]]]:
     last_code = ""  # the last non-blank line kept as code
     for i, line in enumerate(text.split("\n"), 1):
         m = MAGIC_LINE.match(line)
+        if not cont and not m and (am := ASSIGN_MAGIC.match(line)):  # files = !ls  /  out = %sx ls
+            body = am.group(3)
+            if body.startswith("!"):
+                commands.append((body[1:].strip(), i))
+            elif (lm := re.match(r"%(\w+)\s*(.*)$", body)) and (line_cmd := _line_magic_command(lm.group(1), lm.group(2))):
+                commands.append((line_cmd, i))
+            out.append(f"{am.group(1)}{am.group(2)} = None")
+            cont = line.rstrip().endswith("\\")
+            last_code = out[-1]
+            continue
         if cont or m:
             body = line if cont else m.group(2)  # type: ignore[union-attr]
             if not cont and body.startswith("!"):
@@ -165,6 +182,67 @@ def _suppresses_import_error(expr: ast.expr) -> bool:
                in IMPORT_ERRORS | {"Exception", "BaseException"} for a in expr.args)
 
 
+def _dotted_name(node: ast.AST) -> str:
+    """``sys.path`` for the expression ``sys.path``; string constants quoted; '' otherwise."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted_name(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return repr(node.value)
+    return ""
+
+
+def _literal_str(node: ast.AST | None) -> str | None:
+    """A string whose whole value is written in the code: a constant, an f-string without
+    placeholders, or a ``+`` of such strings. Anything computed at run time gives None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in node.values):
+        return "".join(str(v.value) for v in node.values)  # type: ignore[attr-defined]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _literal_str(node.left), _literal_str(node.right)
+        return left + right if left is not None and right is not None else None
+    return None
+
+
+_FILE_DIR_CALLS = {"os.path.dirname", "path.dirname", "dirname"}
+_ABS_CALLS = {"os.path.abspath", "os.path.realpath", "path.abspath", "path.realpath", "abspath", "realpath"}
+
+
+def _path_expr(node: ast.AST) -> str | None:
+    """A folder a ``sys.path`` insert names, relative to the inserting file's folder, when it can
+    be read without running anything: literals, ``os.path.join(os.path.dirname(__file__), "lib")``,
+    ``Path(__file__).parent / "src"``. None otherwise."""
+    lit = _literal_str(node)
+    if lit is not None:
+        return lit or "."
+    if isinstance(node, ast.Name) and node.id == "__file__":
+        return "__file__"  # the file itself; its dirname is "."
+    if isinstance(node, ast.Call):
+        fn = _dotted_name(node.func)
+        if fn in _ABS_CALLS and len(node.args) == 1:
+            return _path_expr(node.args[0])
+        if fn in _FILE_DIR_CALLS and len(node.args) == 1:
+            inner = _path_expr(node.args[0])
+            return None if inner is None else "." if inner == "__file__" else inner + "/.."
+        if fn in ("os.path.join", "path.join", "join", "os.path.normpath", "str") and node.args:
+            parts = [_path_expr(a) for a in node.args]
+            return None if any(p is None for p in parts) else "/".join(parts)  # type: ignore[arg-type]
+        if fn in ("Path", "pathlib.Path") and len(node.args) == 1:
+            return _path_expr(node.args[0])
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("resolve", "absolute") and not node.args:
+            return _path_expr(node.func.value)
+    if isinstance(node, ast.Attribute) and node.attr == "parent":
+        inner = _path_expr(node.value)
+        return None if inner is None else ("." if inner == "__file__" else inner + "/..")
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        left, right = _path_expr(node.left), _path_expr(node.right)
+        return None if left is None or right is None else f"{left}/{right}"
+    return None
+
+
 def _const_str(node: ast.AST | None) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
@@ -194,8 +272,17 @@ class _Visitor(ast.NodeVisitor):
         self.commands: list[tuple[str, int]] = []
         self.warnings: list[tuple[int | None, str]] = []
         self.python2: list[tuple[int, str]] = []
+        self.markers: list[markers.Marker] = []  # platform/version guards around the current statement
+        self.syspath: list[tuple[int, str]] = []
+        self.main_guard = False
         # name -> [(line, string value)] of simple assignments (cmd = 'zip ...'), in line order
         self.strings: dict[str, list[tuple[int, str]]] = {}
+
+    def marker_text(self) -> str | None:
+        joined: markers.Marker | None = None
+        for m in self.markers:
+            joined = markers.join(joined, m)
+        return markers.render(joined) if joined is not None else None
 
     def string_at(self, name: str, line: int) -> str | None:
         """The value a name was last assigned before ``line`` (None if unknown)."""
@@ -232,14 +319,18 @@ class _Visitor(ast.NodeVisitor):
     visit_TryStar = visit_Try  # type: ignore[assignment]
 
     def visit_Import(self, node: ast.Import) -> None:
+        marker = self.marker_text()
         for alias in node.names:
-            self.imports.append(RawImport(alias.name, self._line(node), self.optional > 0))
+            self.imports.append(RawImport(alias.name, self._line(node), self.optional > 0, marker=marker))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        names = tuple(a.name for a in node.names if a.name != "*")
         if node.level:
-            self.imports.append(RawImport(node.module or "", self._line(node), self.optional > 0, relative=True))
+            self.imports.append(RawImport(node.module or "", self._line(node), self.optional > 0, relative=True,
+                                          names=names))
         elif node.module:
-            self.imports.append(RawImport(node.module, self._line(node), self.optional > 0))
+            self.imports.append(RawImport(node.module, self._line(node), self.optional > 0, names=names,
+                                          marker=self.marker_text()))
 
     def visit_Call(self, node: ast.Call) -> None:
         self.visit_Call_only(node)
@@ -249,9 +340,20 @@ class _Visitor(ast.NodeVisitor):
         fn = node.func
         name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
         if name in ("import_module", "__import__") and node.args:
-            mod = _const_str(node.args[0])
-            if mod and re.fullmatch(r"[A-Za-z_][\w.]*", mod):
-                self.imports.append(RawImport(mod, self._line(node), self.optional > 0, dynamic=True))
+            mod = _literal_str(node.args[0])
+            if mod and re.fullmatch(r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*", mod):
+                self.imports.append(RawImport(mod, self._line(node), self.optional > 0, dynamic=True,
+                                              marker=self.marker_text()))
+            elif mod is None:
+                self.warnings.append((self._line(node), f"{name}(...) with a name computed at run time: not "
+                                      "resolved (add the module to the model's [mapping] or dependencies.extra "
+                                      "if it is third-party)"))
+        elif name in ("insert", "append", "addsitedir") and node.args and isinstance(fn, ast.Attribute) and \
+                _dotted_name(fn.value) in ("sys.path", "site"):
+            arg = node.args[-1] if name == "insert" else node.args[0]
+            folder = _path_expr(arg)
+            if folder is not None:
+                self.syspath.append((self._line(node), folder))
         elif name == "run_cell_magic" and len(node.args) >= 3:
             code = _const_str(node.args[2])
             magic, magic_arg = _const_str(node.args[0]) or "", _const_str(node.args[1]) or ""
@@ -341,10 +443,10 @@ def _fallback(text: str, line_offset: int) -> tuple[list[RawImport], list[tuple[
 
 
 CALL_TRIGGERS = ("import_module", "__import__", "run_cell_magic", "system", "subprocess", "Popen", "popen",
-                 "get_ipython", "getoutput")
+                 "get_ipython", "getoutput", "sys.path", "addsitedir")
 _COMPOUND_FIELDS = ("body", "orelse", "finalbody", "handlers")
 _TRIGGERS = re.compile("|".join(map(re.escape, CALL_TRIGGERS)))
-_ANY_MAGIC = re.compile(r"\n[ \t\f\v]*[!%]")  # a line starting with ! or % (not the first line)
+_ANY_MAGIC = re.compile(r"(?:^|\n)[ \t\f\v]*(?:[A-Za-z_][\w., \t]*=[ \t]*)?[!%]")  # a ! or % line (x = !ls too)
 
 
 def _hot_lines(text: str, start: int) -> frozenset[int]:
@@ -397,6 +499,16 @@ def _walk_statements(v: _Visitor, body: list[ast.stmt], hot: frozenset[int] = fr
             v.optional -= 1
             _walk_statements(v, stmt.orelse, hot)
             continue
+        if isinstance(stmt, ast.If) and (guard := markers.marker_of(stmt.test)) is not None:
+            _calls_in_header(v, stmt, hot)
+            v.markers.append(guard)
+            _walk_statements(v, stmt.body, hot)
+            v.markers[-1] = markers.negate(guard)
+            _walk_statements(v, stmt.orelse, hot)
+            v.markers.pop()
+            continue
+        if isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
+            v.main_guard = True
         if isinstance(stmt, (ast.With, ast.AsyncWith)) and any(_suppresses_import_error(i.context_expr)
                                                               for i in stmt.items):
             v.optional += 1
@@ -419,18 +531,30 @@ def _walk_statements(v: _Visitor, body: list[ast.stmt], hot: frozenset[int] = fr
                 v.strings.setdefault(stmt.targets[0].id, []).append((stmt.lineno, value))
         if hot:
             if compound:  # only the header expressions (test, iter, items, decorators)
-                end = stmt.body[0].lineno - 1 if getattr(stmt, "body", None) else stmt.lineno  # type: ignore[attr-defined]
-                if any(ln in hot for ln in range(stmt.lineno, end + 1)):
-                    for f in ("test", "iter", "items", "subject", "decorator_list", "args", "returns"):
-                        node = getattr(stmt, f, None)
-                        if isinstance(node, ast.AST):
-                            _calls_in(v, node)
-                        elif isinstance(node, list):
-                            for n in node:
-                                if isinstance(n, ast.AST):
-                                    _calls_in(v, n)
+                _calls_in_header(v, stmt, hot)
             elif any(ln in hot for ln in range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1)):
                 _calls_in(v, stmt)
+
+
+def _calls_in_header(v: _Visitor, stmt: ast.stmt, hot: frozenset[int]) -> None:
+    """Calls in a compound statement's header expressions (test, iter, items, decorators)."""
+    if not hot:
+        return
+    end = stmt.body[0].lineno - 1 if getattr(stmt, "body", None) else stmt.lineno  # type: ignore[attr-defined]
+    if any(ln in hot for ln in range(stmt.lineno, end + 1)):
+        for f in ("test", "iter", "items", "subject", "decorator_list", "args", "returns"):
+            node = getattr(stmt, f, None)
+            if isinstance(node, ast.AST):
+                _calls_in(v, node)
+            elif isinstance(node, list):
+                for n in node:
+                    if isinstance(n, ast.AST):
+                        _calls_in(v, n)
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) and \
+        {_dotted_name(test.left), _dotted_name(test.comparators[0])} == {"__name__", "'__main__'"}
 
 
 SHELL_CELL_MAGICS = {"bash", "sh", "system", "script"}
@@ -497,7 +621,11 @@ def parse_code(text: str, *, line_offset: int = 0, depth: int = 0) -> Parsed:
         _walk_statements(v, tree.body, hot)
     except RecursionError:
         v.warnings.append((None, "code nests too deeply to walk completely; some imports may be missing"))
-    return Parsed(tuple(v.imports), tuple(commands + v.commands), tuple(v.warnings), tuple(v.python2))
+    return Parsed(tuple(v.imports), tuple(commands + v.commands), tuple(v.warnings), tuple(v.python2),
+                  syspath=tuple(v.syspath), main_guard=v.main_guard or bool(_MAIN_GUARD.search(clean)))
+
+
+_MAIN_GUARD = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.M)
 
 
 def decode_source(data: bytes) -> tuple[str, str | None]:

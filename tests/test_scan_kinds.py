@@ -1,0 +1,262 @@
+"""Issue 15: the scanner never merges, hides or invents a dependency.
+
+Each test builds a small contribution folder and runs ``pyrepro scan --json`` through the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pyrepro.cli import main
+
+Write = Callable[..., Path]
+
+
+@pytest.fixture(autouse=True)
+def _cache(isolated_cache: Path) -> Path:
+    return isolated_cache
+
+
+def scan_json(path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:
+    assert main(["scan", str(path), "--json", *extra]) == 0
+    out: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return out.get("result", out) if "ok" in out else out
+
+
+def _nb(*cells: str) -> str:
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {"language_info": {"name": "python"}},
+                       "cells": [{"cell_type": "code", "source": c, "metadata": {}, "outputs": []} for c in cells]})
+
+
+def test_scan__tensorflow_family__each_its_own_distribution(write_files: Write,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_files({"run.py": """
+        import tensorflow as tf
+        import tensorflow_addons as tfa
+        import tensorflow_probability as tfp
+        import tensorflow_hub
+        import tensorflow_datasets as tfds
+        import tensorflowjs
+        import tensorflow_text
+        import tensorflow_io
+        from tensorflow.keras import layers
+    """})
+    out = scan_json(root, capsys)
+    assert out["required"] == ["tensorflow", "tensorflow-addons", "tensorflow-datasets", "tensorflow-hub",
+                               "tensorflow-io", "tensorflow-probability", "tensorflow-text", "tensorflowjs"]
+    assert out["distributions"] == out["required"]
+
+
+def test_scan__namespace_packages__module_plus_imported_name(write_files: Write,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_files({"run.py": """
+        import google.cloud.storage
+        from google.cloud import bigquery
+        from google.protobuf import text_format
+        import google.auth
+    """})
+    out = scan_json(root, capsys)
+    assert out["required"] == ["google-auth", "google-cloud-bigquery", "google-cloud-storage", "protobuf"]
+    assert "google" not in out["distributions"]
+    assert not any(g["module"].startswith("google") for g in out["guesses"])
+
+
+def test_scan__local_modules__resolved_from_entry_folder_not_importer(write_files: Write,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_files({
+        "run.py": "from utils.bench import go\nimport helpers\nimport datasets\nimport wandb\n",
+        "helpers.py": "x = 1\n",
+        "utils/__init__.py": "",
+        "utils/bench.py": "from matbench.bench import MatbenchBenchmark\n",
+        "utils/matbench.py": "def f():\n    return 1\n",
+        "datasets/train.csv": "a,b\n1,2\n",
+        "wandb/run-1/files/output.log": "log\n",
+    })
+    out = scan_json(root, capsys)
+    assert out["required"] == ["datasets", "matbench", "wandb"]
+    local = {m["module"]: m for m in out["local_modules"]}
+    assert set(local) == {"helpers", "utils"}
+    assert local["helpers"]["path"] == "helpers.py"
+    assert local["helpers"]["locations"] == [{"path": "run.py", "line": 2, "cell": None}]
+
+
+def test_scan__script_folder_and_sys_path_insert__local(write_files: Write,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_files({
+        "sub/train.py": "import model_def\nimport sys, os\n"
+                        "sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'lib'))\n"
+                        "import mylib\n\nif __name__ == '__main__':\n    pass\n",
+        "sub/model_def.py": "import numpy\n",
+        "lib/mylib.py": "import scipy\n",
+        "nb/analysis.ipynb": _nb("import plot_helpers\n"),
+        "nb/plot_helpers.py": "import matplotlib\n",
+    })
+    out = scan_json(root, capsys)
+    assert sorted(m["module"] for m in out["local_modules"]) == ["model_def", "mylib", "plot_helpers"]
+    assert out["required"] == ["matplotlib", "numpy", "scipy"]
+
+
+def test_scan__local_name_of_a_distribution__warns(write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_files({"run.py": "import pandas\nimport jarvis\n", "jarvis/__init__.py": "x = 1\n"})
+    out = scan_json(root, capsys)
+    assert out["required"] == ["pandas"]
+    assert any("jarvis" in w and "jarvis-tools" in w for w in out["warnings"])
+
+
+def test_scan__three_kinds__required_optional_conditional(write_files: Write,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_files({"run.py": """
+        import sys, platform
+        import numpy
+        try:
+            import ujson as json
+        except ImportError:
+            import json
+        from typing import TYPE_CHECKING
+        if TYPE_CHECKING:
+            import pandas
+        if sys.platform == "win32":
+            import win32api
+        if sys.version_info < (3, 8):
+            import importlib_metadata
+        else:
+            import importlib.metadata as importlib_metadata
+        if not sys.platform.startswith("linux"):
+            import colorama
+        if platform.system() == "Darwin":
+            import appnope
+    """})
+    out = scan_json(root, capsys)
+    assert out["required"] == ["numpy"]
+    assert out["optional"] == ["pandas", "ujson"]
+    assert out["conditional"] == [
+        {"distribution": "appnope", "marker": 'platform_system == "Darwin"'},
+        {"distribution": "colorama", "marker": 'sys_platform != "linux"'},
+        {"distribution": "importlib-metadata", "marker": 'python_version < "3.8"'},
+        {"distribution": "pywin32", "marker": 'sys_platform == "win32"'},
+    ]
+    assert out["distributions"] == ["numpy"]
+    kinds = {i["module"]: i["kind"] for i in out["imports"]}
+    assert kinds["numpy"] == "required" and kinds["ujson"] == "optional" and kinds["win32api"] == "conditional"
+
+
+def test_scan__required_somewhere__wins_over_optional(write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_files({"a.py": "try:\n    import yaml\nexcept ImportError:\n    yaml = None\n",
+                        "run.py": "import yaml\n"})
+    out = scan_json(root, capsys)
+    assert out["required"] == ["pyyaml"] and out["optional"] == []
+
+
+def test_scan__guesses__never_distributions(write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_files({"run.py": "import numpy\nimport zzqx_unknown_pkg\nfrom train_crabnet import main\n"})
+    out = scan_json(root, capsys)
+    assert out["distributions"] == ["numpy"]
+    assert [g["module"] for g in out["guesses"]] == ["train_crabnet", "zzqx_unknown_pkg"]
+    assert out["guesses"][1]["guess"] == "zzqx-unknown-pkg"
+
+
+def test_scan__dynamic_import_names__warnings_not_names(write_files: Write,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_files({"run.py": """
+        import importlib
+        name = "x"
+        a = importlib.import_module(f"models-{name}")
+        b = importlib.import_module("ten" + name)
+        c = __import__(name)
+        d = importlib.import_module("scipy.linalg")
+        e = importlib.import_module("sk" "learn")
+    """})
+    out = scan_json(root, capsys)
+    assert out["distributions"] == ["scikit-learn", "scipy"]
+    assert {i["module"] for i in out["imports"]} == {"scipy", "sklearn"}
+    dyn = [w for w in out["warnings"] if "computed at run time" in w]
+    assert [w.split(":")[1] for w in dyn] == ["3", "4", "5"]
+
+
+def test_scan__pip_install_lines__located_declarations(write_files: Write,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_files({
+        "nb.ipynb": _nb("%pip install matminer==0.7.4 'scikit-learn>=1.0'\n", "!pip install -q lightgbm\nx = !ls\n",
+                        "import matminer\nimport sklearn\nimport lightgbm\n"),
+        "setup.sh": "#!/bin/bash\npip install -U xgboost==1.7.6 -r requirements.txt\npython -m pip install ase\n",
+    })
+    out = scan_json(root, capsys)
+    decl = {d["name"]: d for d in out["declarations"]}
+    assert set(decl) == {"matminer", "scikit-learn", "lightgbm", "xgboost", "ase"}
+    assert decl["matminer"]["spec"] == "matminer==0.7.4"
+    assert decl["matminer"]["location"] == {"path": "nb.ipynb", "line": 1, "cell": 0}
+    assert decl["lightgbm"]["location"] == {"path": "nb.ipynb", "line": 1, "cell": 1}
+    assert decl["xgboost"]["location"] == {"path": "setup.sh", "line": 2, "cell": None}
+    assert decl["ase"]["location"]["line"] == 3
+    assert out["warnings"] == [] or all("parse" not in w for w in out["warnings"])
+    assert "xgboost" in out["unused_declared"]
+
+
+def test_scan__model_mapping__first_resolver(write_files: Write, capsys: pytest.CaptureFixture[str],
+                                             tmp_path: Path) -> None:
+    root = write_files({"c/run.py": "import numpy\nimport mystery_mod\n"})
+    mapping = tmp_path / "model.toml"
+    mapping.write_text('[mapping]\nmystery_mod = { distribution = "mystery-dist", reason = "ships mystery_mod" }\n'
+                       'numpy = { distribution = "numpy", reason = "same" }\n')
+    out = scan_json(root / "c", capsys, "--mapping", str(mapping))
+    assert out["required"] == ["mystery-dist", "numpy"]
+    rec = {i["module"]: i for i in out["imports"]}
+    assert rec["mystery_mod"]["resolved_with"] == "model-mapping"
+
+
+def test_scan__rescan_unchanged_tree__served_from_cache(write_files: Write, capsys: pytest.CaptureFixture[str],
+                                                        isolated_cache: Path) -> None:
+    root = write_files({"run.py": "import numpy\n", "b.py": "import scipy\n"})
+    first = scan_json(root, capsys)
+    cached = list((isolated_cache / "scan").rglob("*.json"))
+    assert len(cached) >= 2
+    second = scan_json(root, capsys)
+    assert first == second
+    (root / "b.py").write_text("import pandas\n")
+    third = scan_json(root, capsys)
+    assert third["required"] == ["numpy", "pandas"]
+
+
+def test_init__kinds__only_required_scanned_guarded_with_markers_guesses_as_notes(
+        write_files: Write, tmp_path: Path) -> None:
+    import tomllib
+
+    root = write_files({"sub/run.py": """
+        import sys
+        import numpy
+        import ax
+        import mysterylib
+        try:
+            import ujson
+        except ImportError:
+            ujson = None
+        if sys.platform == "win32":
+            import win32api
+        if sys.version_info < (3, 8):
+            import importlib_metadata
+    """})
+    models = tmp_path / "models"
+    assert main(["init", str(root / "sub"), "--name", "kinds", "--models-dir", str(models)]) == 0
+    doc = tomllib.loads((models / "kinds" / "model.toml").read_text())
+    deps = doc["dependencies"]
+    assert deps["scanned"] == ["ax-platform", "numpy"]
+    assert deps["extra"] == ['importlib-metadata; python_version < "3.8"', 'pywin32; sys_platform == "win32"']
+    assert "mysterylib" in doc["notes"] and "ujson" in doc["notes"]
+    pyproject = tomllib.loads((models / "kinds" / "pyproject.toml").read_text())
+    reqs = pyproject["project"]["dependencies"]
+    assert "mysterylib" not in " ".join(reqs) and "ujson" not in " ".join(reqs)
+    assert 'pywin32; sys_platform == "win32"' in reqs
+
+
+def test_model_toml__mapping_table__validated_with_location(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "m.toml"
+    bad.write_text('[mapping]\nmystery_mod = "mystery-dist"\n')
+    assert main(["scan", str(tmp_path), "--mapping", str(bad)]) != 0
+    err = capsys.readouterr().err
+    assert "m.toml" in err and "mapping.mystery_mod" in err and "reason" in err and "Traceback" not in err

@@ -1,70 +1,98 @@
-"""Scanner throughput: files, lines, seconds and files per second for a tree.
+"""Scanner speed against FawltyDeps on the same tree, in the same run.
 
-Usage: python bench/scan.py [TREE] [--python 3.10] [--repeat 3]
-Default TREE: ../shared/upstream/jarvis_leaderboard/jarvis_leaderboard/contributions.
-Runs in this process (one core). Prints the best of --repeat runs, wall-clock and CPU
-seconds, and (as a floor) the CPU seconds of one bare ``ast.parse`` per ``.py`` file of the
-same tree: the scanner is parse-bound, so compare against that on a busy machine.
+Usage: python bench/scan.py [TREE] [--fawltydeps PATH] [--repeat 3] [--jobs N]
+
+TREE defaults to $PYREPRO_BENCH_TREE, else the jarvis_leaderboard contributions folder of
+``../shared/upstream``. For the whole-leaderboard figure, materialise the contributions of a
+fetched jarvis_leaderboard mirror (see docs/scan.md) and pass that folder.
+
+Prints, best of --repeat (wall seconds):
+  fawltydeps      `fawltydeps --list-imports --code TREE` (a subprocess; its start-up included)
+  pyrepro_cold    `pyrepro scan TREE --json` with an empty per-file cache (a subprocess, same footing)
+  pyrepro_warm    the same with the cache the cold run filled
+  pyrepro_thorough cold, with every file parsed in full (--thorough)
+and the ratios fawltydeps / pyrepro. Both tools read the same .py and .ipynb files; pyrepro also
+reads shell scripts and requirement files. FawltyDeps is found on PATH or via --fawltydeps
+(`pip install fawltydeps` into any venv).
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
-
-from pyrepro.scan import scan_path
 
 DEFAULT = Path(__file__).resolve().parent.parent / ".." / "shared" / "upstream" / "jarvis_leaderboard" / \
     "jarvis_leaderboard" / "contributions"
 
 
-def _parse_floor(tree: Path, repeat: int) -> float:
-    """CPU seconds of one ast.parse per .py file (best of ``repeat``)."""
-    files = [f for f in (tree.rglob("*.py") if tree.is_dir() else [tree]) if f.is_file()]
-    data = []
-    for f in files:
-        try:
-            data.append(f.read_bytes())
-        except OSError:
-            continue
-    best = float("inf")
-    for _ in range(repeat):
-        c = time.process_time()
-        for d in data:
-            with contextlib.suppress(SyntaxError, ValueError):
-                ast.parse(d)
-        best = min(best, time.process_time() - c)
-    return best
+def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
+    t = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    dt = time.perf_counter() - t
+    if done.returncode not in (0, 3):  # fawltydeps exits 3 when it has findings
+        raise SystemExit(f"{argv[0]} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return dt, done.stdout
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("tree", nargs="?", type=Path, default=DEFAULT)
-    ap.add_argument("--python", default="3.10")
+    ap.add_argument("tree", nargs="?", type=Path, default=Path(os.environ.get("PYREPRO_BENCH_TREE", DEFAULT)))
+    ap.add_argument("--fawltydeps", default=shutil.which("fawltydeps"))
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--jobs", type=int, default=None)
     a = ap.parse_args()
-    scan_path(a.tree, python=a.python)  # warm imports and caches
-    best = cpu = None
-    for _ in range(a.repeat):
-        t, c = time.perf_counter(), time.process_time()
-        res = scan_path(a.tree, python=a.python)
-        dt, dc = time.perf_counter() - t, time.process_time() - c
-        best = dt if best is None else min(best, dt)
-        cpu = dc if cpu is None else min(cpu, dc)
-    assert best is not None and cpu is not None
-    floor = _parse_floor(a.tree, a.repeat)
-    print(f"tree {a.tree.resolve()}")
-    print(f"files {res.files}")
-    print(f"lines {res.lines}")
-    print(f"seconds {best:.3f}")
-    print(f"files_per_second {res.files / best:.0f}")
-    print(f"lines_per_second {res.lines / best:.0f}")
-    print(f"cpu_seconds {cpu:.3f}")
-    print(f"ast_parse_only_cpu_seconds {floor:.3f} (bare ast.parse of the .py files, no notebooks)")
-    print(f"distributions {len(res.distributions)} warnings {len(res.warnings)}")
+    tree = a.tree.resolve()
+    if not tree.is_dir():
+        raise SystemExit(f"{tree}: not a folder (give a contributions tree)")
+    exe = Path(sys.executable).parent / "pyrepro"
+    pyrepro = [str(exe)] if exe.exists() else [shutil.which("pyrepro") or "pyrepro"]
+    env = dict(os.environ)
+    if a.jobs:
+        env["PYREPRO_SCAN_JOBS"] = str(a.jobs)
+    files = sum(1 for p in tree.rglob("*") if p.suffix in (".py", ".ipynb") and p.is_file())
+    lines = sum(p.read_bytes().count(b"\n") for p in tree.rglob("*.py") if p.is_file())
+    print(f"tree {tree}")
+    print(f"py_and_ipynb_files {files}")
+    print(f"py_lines {lines}")
+    print(f"cpus {os.cpu_count()}")
+    results: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("fawltydeps", "pyrepro_cold", "pyrepro_warm", "pyrepro_thorough"):
+            best = float("inf")
+            for i in range(a.repeat):
+                cache = Path(tmp) / f"cache-{name}-{i}"
+                if name == "fawltydeps":
+                    if not a.fawltydeps:
+                        break
+                    argv = [a.fawltydeps, "--list-imports", "--code", str(tree)]
+                else:
+                    argv = [*pyrepro, "scan", str(tree), "--json"] + (["--thorough"] if name == "pyrepro_thorough" else [])
+                    if name == "pyrepro_warm":
+                        cache = Path(tmp) / "cache-warm"
+                        if i == 0:  # fill it once
+                            _timed(argv, {**env, "PYREPRO_CACHE": str(cache)})
+                dt, out = _timed(argv, {**env, "PYREPRO_CACHE": str(cache)})
+                best = min(best, dt)
+                if name == "pyrepro_cold" and i == 0:
+                    res = json.loads(out)
+                    print(f"pyrepro_required {len(res['required'])} imports {len(res['imports'])} "
+                          f"warnings {len(res['warnings'])}")
+            if best < float("inf"):
+                results[name] = best
+                print(f"{name}_seconds {best:.3f}")
+    fd = results.get("fawltydeps")
+    if fd is None:
+        print("fawltydeps not found: ratios not measured (pip install fawltydeps; pass --fawltydeps PATH)")
+        return
+    for name in ("pyrepro_cold", "pyrepro_warm", "pyrepro_thorough"):
+        print(f"ratio_fawltydeps_over_{name[8:]} {fd / results[name]:.1f}x")
 
 
 if __name__ == "__main__":

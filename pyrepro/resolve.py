@@ -41,6 +41,14 @@ def _table() -> dict[str, dict[str, object]]:
     return raw
 
 
+@functools.lru_cache(maxsize=1)
+def table_digest() -> str:
+    """sha256 of the reviewed name table, so caches of answers drawn from it expire with it."""
+    import hashlib
+
+    return hashlib.sha256(resources.files("pyrepro").joinpath("data", "module_map.toml").read_bytes()).hexdigest()
+
+
 def _mapping() -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     raw = _table()
     return raw.get("modules", {}), raw.get("not_installable", {}), raw.get("unresolved", {})  # type: ignore[return-value]
@@ -107,6 +115,7 @@ def _environment_index(pyenv: Sequence[Path]) -> dict[str, str]:
     return index
 
 
+@functools.lru_cache(maxsize=4096)
 def module_alias(name: str) -> str | None:
     """The canonical distribution of an exact module name in the reviewed mapping
     (``sklearn`` -> ``scikit-learn``), or None. For declared names that are really imports."""
@@ -124,8 +133,17 @@ class Resolver:
     def __init__(self, pyenv: Sequence[Path] = (), model_mapping: dict[str, str] | None = None) -> None:
         self.env = _environment_index(pyenv)
         self.model_mapping = dict(model_mapping or {})
+        self._keys: dict[tuple[str, tuple[str, ...]], str] = {}
 
     def key_of(self, module: str, names: Sequence[str] = ()) -> str:
+        """See ``_key_of``; memoised (a tree imports the same names over and over)."""
+        key = (module, tuple(names))
+        found = self._keys.get(key)
+        if found is None:
+            found = self._keys[key] = self._key_of(module, names)
+        return found
+
+    def _key_of(self, module: str, names: Sequence[str] = ()) -> str:
         """The name an import is resolved and reported by: the longest table entry that matches
         ``module`` or ``module.<imported name>`` (``from google.cloud import bigquery`` ->
         ``google.cloud.bigquery``), shortened to the top-level name when that gives the same

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pyrepro.scan import scan_path
 
@@ -78,3 +80,22 @@ def test_scan_shell__launchers_and_interpreter_options__entry_points() -> None:
     tools = [(c.tool, c.line) for c in sh.commands]
     assert ("srun", 1) in tools and ("python", 1) in tools and ("pip", 10) in tools and ("mpirun", 8) in tools
     assert ("python3.10", 7) in tools and ("timeout", 7) in tools
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab1 .-=/;&|\t_")), max_size=40))
+def test_shell_split__plain_lines__same_tokens_as_shlex(line: str) -> None:
+    import shlex
+
+    from pyrepro.scan import shell
+
+    lex = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+    lex.whitespace_split = True
+    toks = list(lex)
+    groups: list[list[str]] = [[]]
+    for t in toks:
+        if t and set(t) <= set(";&|"):
+            groups.append([])
+        else:
+            groups[-1].append(t)
+    assert shell._split(line) == [g for g in groups if g]

@@ -10,8 +10,10 @@ import typer
 
 
 def emit_json(obj: Any) -> None:
-    """Print ``obj`` as stable, indented JSON on stdout."""
-    typer.echo(json.dumps(obj, indent=2, sort_keys=False, default=str))
+    """Print ``obj`` as stable JSON on stdout: indented for a person at a terminal, compact
+    (and written by the C encoder, several times faster on big results) for a pipe or file."""
+    indent = 2 if sys.stdout.isatty() else None
+    typer.echo(json.dumps(obj, indent=indent, sort_keys=False, default=str))
 
 
 def warn(msg: str) -> None:

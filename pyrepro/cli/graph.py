@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 
-from pyrepro import graph as g
 from pyrepro.cli._common import emit_json, table, warn
 from pyrepro.errors import NotFoundError, UsageError
 from pyrepro.paths import Paths, cache_dir
@@ -27,6 +26,8 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print JSON (graph or diff) on stdout"),
     ) -> None:
         """Render the dependency DAG of a model's closure (lock or Nix)."""
+        from pyrepro import graph as g  # networkx: loaded only when a graph is drawn
+
         try:
             paths: Paths | None = Paths.discover()
         except NotFoundError:  # a lock-file path works outside a checkout

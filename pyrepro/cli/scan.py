@@ -20,6 +20,9 @@ def register(app: typer.Typer) -> None:
         mapping: Path = typer.Option(None, "--mapping", help="A TOML file (e.g. a model.toml) whose [mapping] "
                                      "table is the first resolver"),
         no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the per-file scan cache"),
+        thorough: bool = typer.Option(None, "--thorough/--fast", help="Parse every .py file in full (reports "
+                                      "syntax errors anywhere), or only the statements that can hold imports "
+                                      "(same imports, faster). Default: in full below 2 MB of Python"),
         as_json: bool = typer.Option(False, "--json", help="The documented JSON contract (docs/scan.md)"),
     ) -> None:
         """Find the third-party imports of a contribution (never executing it) and their distributions."""
@@ -27,7 +30,8 @@ def register(app: typer.Typer) -> None:
         from pyrepro.scan import scan_path
 
         table_ = load_mapping(mapping) if mapping is not None else None
-        res = scan_path(path, python=python, pyenv=tuple(pyenv or ()), mapping=table_, cache=not no_cache)
+        res = scan_path(path, python=python, pyenv=tuple(pyenv or ()), mapping=table_, cache=not no_cache,
+                        thorough=thorough)
         if as_json:
             emit_json(res.to_json())
             return

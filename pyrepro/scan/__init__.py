@@ -23,6 +23,7 @@ The result is a frozen ``ScanResult`` whose ``to_json()`` is the documented ``--
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -35,7 +36,7 @@ from typing import Any
 from pyrepro.errors import NotFoundError
 from pyrepro.resolve import Resolver
 from pyrepro.scan import metadata as meta
-from pyrepro.scan import notebook, shell
+from pyrepro.scan import fastpy, notebook, shell
 from pyrepro.scan import python as pysrc
 from pyrepro.scan.stdlib import known_versions, python2_only_names, stdlib_names
 from pyrepro.types import Location
@@ -43,9 +44,10 @@ from pyrepro.types import Location
 SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules", ".venv", "venv", ".tox", ".mypy_cache"}
 MAX_BYTES = 20_000_000
 # Bump when extraction changes what it returns: the per-file cache is keyed by it.
-EXTRACT_VERSION = "3"
+EXTRACT_VERSION = "4"
 SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch", ".job", ".pbs")
 PARALLEL_MIN_BYTES = 2_000_000  # below this, worker start-up costs more than it saves
+FAST_MIN_BYTES = 2_000_000  # from this much Python on, the fast reader (fastpy) is used unless thorough
 
 
 # ---------------------------------------------------------------------------------------- records
@@ -266,7 +268,7 @@ def _rel(p: Path, root: Path) -> str:
         return p.as_posix()
 
 
-def _kind(name: str, path: Path) -> str | None:
+def _kind(name: str, path: Path | None) -> str | None:
     lower = name.lower()
     if lower.endswith(".py"):
         return "python"
@@ -303,10 +305,10 @@ def walk(root: Path) -> Walked:
     def onerror(exc: OSError) -> None:
         warnings.append(Warning_(Location(_rel(Path(exc.filename or root), root)), f"cannot read: {exc.strerror}"))
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=False):
-        d = Path(dirpath)
+    base_s = os.fspath(base)
+    for dirpath, dirnames, filenames in os.walk(base_s, onerror=onerror, followlinks=False):
         try:
-            st = d.stat()
+            st = os.stat(dirpath)
             if (st.st_dev, st.st_ino) in seen:
                 dirnames[:] = []
                 continue
@@ -314,13 +316,14 @@ def walk(root: Path) -> Walked:
         except OSError:
             pass
         dirnames[:] = sorted(n for n in dirnames if n not in SKIP_DIRS and not n.startswith("."))
+        prefix = os.path.relpath(dirpath, base_s).replace(os.sep, "/")
+        prefix = "" if prefix == "." else prefix + "/"
         for n in sorted(filenames):
-            f = d / n
-            rel = _rel(f, base)
+            rel = prefix + n
             every.append(rel)
-            kind = _kind(n, f)
+            kind = _kind(n, None)
             if kind is not None:
-                files.append(SourceFile(f, rel, kind))
+                files.append(SourceFile(Path(dirpath, n), rel, kind))
     return Walked(root, base, tuple(files), tuple(every), tuple(warnings))
 
 
@@ -353,9 +356,12 @@ def _empty_payload() -> dict[str, Any]:
             "script": False, "lines": 0, "code": False}
 
 
-def extract_bytes(kind: str, data: bytes) -> dict[str, Any]:
+def extract_bytes(kind: str, data: bytes, thorough: bool = False) -> dict[str, Any]:
     """The facts of one file's bytes as a JSON-able payload (no paths: the cache is shared by
-    files with equal content). Pure: never raises on bad input, never runs anything."""
+    files with equal content). Pure: never raises on bad input, never runs anything.
+    ``thorough``: parse every ``.py`` file in full (``python.parse_code``) instead of the fast
+    reader (``fastpy.parse_fast``), which finds the same imports but reports syntax errors only
+    in the statements it parses."""
     out = _empty_payload()
     if kind == "python":
         out["code"] = True
@@ -366,7 +372,7 @@ def extract_bytes(kind: str, data: bytes) -> dict[str, Any]:
         if enc_warn:
             out["warnings"].append([1, None, enc_warn])
         out["lines"] = _count_lines(text)
-        parsed = pysrc.parse_code(text)
+        parsed = pysrc.parse_code(text) if thorough else fastpy.parse_fast(text)
         out["script"] = parsed.main_guard
         _code_payload(parsed, None, out)
     elif kind == "notebook":
@@ -417,8 +423,8 @@ def _facts(src: SourceFile, payload: dict[str, Any]) -> FileFacts:
         script=bool(payload["script"]), lines=int(payload["lines"]), code=bool(payload["code"]))
 
 
-def _cache_file(cache: Path, kind: str, data: bytes) -> Path:
-    h = hashlib.sha256(f"{EXTRACT_VERSION}\0{kind}\0".encode() + data).hexdigest()
+def _cache_file(cache: Path, kind: str, data: bytes, thorough: bool) -> Path:
+    h = hashlib.sha256(f"{EXTRACT_VERSION}\0{kind}\0{int(thorough)}\0".encode() + data).hexdigest()
     return cache / h[:2] / f"{h}.json"
 
 
@@ -440,7 +446,7 @@ def _write_cache(path: Path, payload: dict[str, Any]) -> None:
         pass  # a cache that cannot be written only costs time
 
 
-def _extract_job(job: tuple[str, bytes]) -> dict[str, Any]:
+def _extract_job(job: tuple[str, bytes, bool]) -> dict[str, Any]:
     return extract_bytes(*job)
 
 
@@ -458,11 +464,15 @@ def _read(src: SourceFile) -> tuple[bytes | None, Warning_ | None]:
         return None, Warning_(Location(src.rel), f"cannot read: {exc.strerror or exc}")
 
 
-def extract(walked: Walked, *, cache: Path | None = None, jobs: int | None = None) -> tuple[FileFacts, ...]:
+def extract(walked: Walked, *, cache: Path | None = None, jobs: int | None = None,
+            thorough: bool | None = None) -> tuple[FileFacts, ...]:
     """Facts of every file (see the module docstring). ``cache``: folder of the per-file cache
-    (None: no cache). ``jobs``: worker processes for big trees (default: the machine's cores)."""
+    (None: no cache). ``jobs``: worker processes for big trees (default: the machine's cores).
+    ``thorough``: parse every ``.py`` file in full; None (auto) does so below ``FAST_MIN_BYTES``
+    of Python (one contribution: every syntax error is reported) and reads bigger trees (a whole
+    leaderboard) with the fast reader, which finds the same imports."""
     facts: list[FileFacts | None] = []
-    todo: list[tuple[int, SourceFile, bytes, Path | None]] = []
+    read: list[tuple[SourceFile, bytes]] = []
     for src in walked.files:
         data, warn = _read(src)
         if data is None:
@@ -477,7 +487,12 @@ def extract(walked: Walked, *, cache: Path | None = None, jobs: int | None = Non
         if src.kind == "shell" and not shell.is_shell_file(src.path.name, data[:200]):
             facts.append(FileFacts(src))
             continue
-        cfile = _cache_file(cache, src.kind, data) if cache is not None else None
+        read.append((src, data))
+    if thorough is None:
+        thorough = sum(len(d) for s, d in read if s.kind == "python") < FAST_MIN_BYTES
+    todo: list[tuple[int, SourceFile, bytes, Path | None]] = []
+    for src, data in read:
+        cfile = _cache_file(cache, src.kind, data, thorough) if cache is not None else None
         payload = _read_cache(cfile) if cfile is not None else None
         if payload is not None:
             facts.append(_facts(src, payload))
@@ -486,12 +501,12 @@ def extract(walked: Walked, *, cache: Path | None = None, jobs: int | None = Non
         todo.append((len(facts) - 1, src, data, cfile))
     if todo:
         big = sum(len(d) for _, _, d, _ in todo) >= PARALLEL_MIN_BYTES
-        workers = jobs if jobs is not None else (os.cpu_count() or 1)
+        workers = jobs if jobs is not None else _default_jobs()
         payloads: Iterable[dict[str, Any]]
         if big and workers > 1 and len(todo) > 1:
-            payloads = _parallel([(s.kind, d) for _, s, d, _ in todo], workers)
+            payloads = _parallel([(s.kind, d, thorough) for _, s, d, _ in todo], workers)
         else:
-            payloads = (extract_bytes(s.kind, d) for _, s, d, _ in todo)
+            payloads = (extract_bytes(s.kind, d, thorough) for _, s, d, _ in todo)
         for (i, src, _data, cfile), payload in zip(todo, payloads, strict=True):
             if cfile is not None:
                 _write_cache(cfile, payload)
@@ -499,7 +514,15 @@ def extract(walked: Walked, *, cache: Path | None = None, jobs: int | None = Non
     return tuple(f for f in facts if f is not None)
 
 
-def _parallel(jobs: list[tuple[str, bytes]], workers: int) -> list[dict[str, Any]]:
+def _default_jobs() -> int:
+    """``PYREPRO_SCAN_JOBS`` when set (1 turns parallel extraction off), else the machine's cores."""
+    try:
+        return max(1, int(os.environ.get("PYREPRO_SCAN_JOBS", "") or (os.cpu_count() or 1)))
+    except ValueError:
+        return os.cpu_count() or 1
+
+
+def _parallel(jobs: list[tuple[str, bytes, bool]], workers: int) -> list[dict[str, Any]]:
     import concurrent.futures
     import multiprocessing
 
@@ -796,15 +819,20 @@ def default_cache() -> Path:
 
 def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = (),
               mapping: dict[str, str] | None = None, cache: Path | None | bool = True,
-              jobs: int | None = None) -> ScanResult:
+              jobs: int | None = None, thorough: bool | None = None) -> ScanResult:
     """Scan a contribution folder (or one file): walk -> extract -> classify -> resolve.
 
     ``mapping``: a model's reviewed ``[mapping]`` (module -> distribution), the first resolver.
     ``cache``: True for the user cache, a folder, or False/None for none.
+    ``thorough``: parse every ``.py`` file in full (True), use the fast reader (False), or decide
+    by size (None; see ``extract``).
     """
     walked = walk(root)
     cache_path = default_cache() if cache is True else (cache or None)
-    facts = extract(walked, cache=cache_path, jobs=jobs)
+    index = _tree_index(walked, cache_path, python, mapping, thorough) if cache_path and not pyenv else None
+    if index is not None and (hit := _read_index(index)) is not None:
+        return dataclasses.replace(hit, root=Path(root))
+    facts = extract(walked, cache=cache_path, jobs=jobs, thorough=thorough)
     classified = classify(walked, facts, python)
     warnings = list(classified.warnings)
     for env_dir in pyenv:
@@ -813,7 +841,69 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = (),
                                      "from it (give a site-packages folder)"))
     records, local, res_warnings = resolve(classified, Resolver(pyenv, mapping))
     warnings.extend(res_warnings)
-    return ScanResult(root=Path(root), python=python, imports=records, runtime_tools=classified.tools,
-                      entry_points=classified.entry_points, declared=classified.declared,
-                      warnings=tuple(warnings), python2_evidence=classified.python2, files=classified.files,
-                      lines=classified.lines, local=local)
+    result = ScanResult(root=Path(root), python=python, imports=records, runtime_tools=classified.tools,
+                        entry_points=classified.entry_points, declared=classified.declared,
+                        warnings=tuple(warnings), python2_evidence=classified.python2, files=classified.files,
+                        lines=classified.lines, local=local)
+    if index is not None:
+        _write_index(index, result)
+    return result
+
+
+# ---------------------------------------------------------------------------------------- tree index
+#
+# A re-scan of an unchanged tree answers from one file: the key covers every file name under the
+# folder, the (size, mtime, inode) of every file the scanner reads, the options, the reviewed
+# name table and this scanner's version. As in git's index, a file modified less than
+# RACY_SECONDS before the scan could change again within the clock's resolution without
+# changing its stat: such a tree is never answered from (nor written to) the index, and the
+# per-file cache (keyed by content) still serves it.
+
+RACY_SECONDS = 2.0
+
+
+def _tree_index(walked: Walked, cache: Path, python: str, mapping: dict[str, str] | None,
+                thorough: bool | None) -> Path | None:
+    import time
+
+    from pyrepro.resolve import table_digest
+
+    h = hashlib.sha256()
+    h.update(f"{EXTRACT_VERSION}\0{python}\0{thorough}\0{sorted((mapping or {}).items())}\0"
+             f"{table_digest()}\0{os.fspath(walked.base.resolve())}\0".encode())
+    h.update("\0".join(walked.all_files).encode())
+    newest = 0
+    for src in walked.files:
+        try:
+            st = os.stat(src.path)
+        except OSError:
+            return None
+        newest = max(newest, st.st_mtime_ns)
+        h.update(f"\0{src.rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}".encode())
+    if newest > (time.time() - RACY_SECONDS) * 1e9:
+        return None
+    digest = h.hexdigest()
+    return cache / "trees" / f"{digest}.pickle"
+
+
+def _read_index(path: Path) -> ScanResult | None:
+    import pickle
+
+    try:
+        with open(path, "rb") as f:
+            result = pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError, TypeError):
+        return None
+    return result if isinstance(result, ScanResult) else None
+
+
+def _write_index(path: Path, result: ScanResult) -> None:
+    import pickle
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # an index that cannot be written only costs time

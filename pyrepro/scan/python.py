@@ -625,7 +625,8 @@ def parse_code(text: str, *, line_offset: int = 0, depth: int = 0) -> Parsed:
                   syspath=tuple(v.syspath), main_guard=v.main_guard or bool(_MAIN_GUARD.search(clean)))
 
 
-_MAIN_GUARD = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.M)
+_MAIN_GUARD = re.compile(r"""^[ \t]*if\s+(?:__name__\s*==\s*['"]__main__['"]|['"]__main__['"]\s*==\s*__name__)\s*:""",
+                         re.M)
 
 
 def decode_source(data: bytes) -> tuple[str, str | None]:
@@ -639,3 +640,4 @@ def decode_source(data: bytes) -> tuple[str, str | None]:
         return data.decode(enc), note
     except (UnicodeDecodeError, LookupError):
         return data.decode("latin-1"), f"not valid {enc}; read as latin-1"
+

@@ -33,13 +33,19 @@ class ShellScan:
     slurm: bool
 
 
+_PLAIN = re.compile(r"[;&|]+|[^\s;&|]+")
+
+
 def _split(line: str) -> list[list[str]]:
-    try:
-        lex = shlex.shlex(line, posix=True, punctuation_chars=";&|")
-        lex.whitespace_split = True
-        toks = list(lex)
-    except ValueError:
-        toks = line.split()
+    if not any(c in line for c in "'\"\\#"):  # nothing for shlex to interpret: the same tokens, directly
+        toks = _PLAIN.findall(line)
+    else:
+        try:
+            lex = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+            lex.whitespace_split = True
+            toks = list(lex)
+        except ValueError:
+            toks = line.split()
     groups: list[list[str]] = [[]]
     for t in toks:
         if t and set(t) <= set(";&|"):

@@ -212,9 +212,12 @@ def test_scan__model_mapping__first_resolver(write_files: Write, capsys: pytest.
 def test_scan__rescan_unchanged_tree__served_from_cache(write_files: Write, capsys: pytest.CaptureFixture[str],
                                                         isolated_cache: Path) -> None:
     root = write_files({"run.py": "import numpy\n", "b.py": "import scipy\n"})
+    import sqlite3
+
     first = scan_json(root, capsys)
-    cached = list((isolated_cache / "scan").rglob("*.json"))
-    assert len(cached) >= 2
+    db = sqlite3.connect(isolated_cache / "scan" / "extract.sqlite")
+    assert db.execute("SELECT count(*) FROM payload").fetchone()[0] >= 2
+    db.close()
     second = scan_json(root, capsys)
     assert first == second
     (root / "b.py").write_text("import pandas\n")
@@ -260,3 +263,27 @@ def test_model_toml__mapping_table__validated_with_location(tmp_path: Path,
     assert main(["scan", str(tmp_path), "--mapping", str(bad)]) != 0
     err = capsys.readouterr().err
     assert "m.toml" in err and "mapping.mystery_mod" in err and "reason" in err and "Traceback" not in err
+
+
+def test_scan__corrupt_cache__ignored_same_answer(write_files: Write, capsys: pytest.CaptureFixture[str],
+                                                  isolated_cache: Path) -> None:
+    root = write_files({"run.py": "import numpy\n"})
+    (isolated_cache / "scan").mkdir(parents=True)
+    (isolated_cache / "scan" / "extract.sqlite").write_bytes(b"not a database" * 100)
+    assert scan_json(root, capsys)["required"] == ["numpy"]
+
+
+def test_scan__edited_file_same_size_and_forged_mtime__not_served_stale(
+        write_files: Write, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    import pyrepro.scan as scan_mod
+
+    monkeypatch.setattr(scan_mod, "RACY_SECONDS", 0.0)  # let the tree index answer at once
+    root = write_files({"proj/run.py": "import numpy\n"}) / "proj"  # the cache lives beside, not inside
+    assert scan_json(root, capsys)["required"] == ["numpy"]
+    assert scan_json(root, capsys)["required"] == ["numpy"]  # from the tree index
+    st = os.stat(root / "run.py")
+    (root / "run.py").write_text("import scipy\n")  # same size, same inode ...
+    os.utime(root / "run.py", ns=(st.st_atime_ns, st.st_mtime_ns))  # ... and the old mtime
+    assert scan_json(root, capsys)["required"] == ["scipy"]

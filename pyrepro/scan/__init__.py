@@ -423,31 +423,76 @@ def _facts(src: SourceFile, payload: dict[str, Any]) -> FileFacts:
         script=bool(payload["script"]), lines=int(payload["lines"]), code=bool(payload["code"]))
 
 
-def _cache_file(cache: Path, kind: str, data: bytes, thorough: bool) -> Path:
-    h = hashlib.sha256(f"{EXTRACT_VERSION}\0{kind}\0{int(thorough)}\0".encode() + data).hexdigest()
-    return cache / h[:2] / f"{h}.json"
+def _cache_key(kind: str, data: bytes, thorough: bool) -> str:
+    return hashlib.sha256(f"{EXTRACT_VERSION}\0{kind}\0{int(thorough)}\0".encode() + data).hexdigest()
 
 
-def _read_cache(path: Path) -> dict[str, Any] | None:
-    try:
-        payload = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return None
-    return payload if isinstance(payload, dict) and set(_empty_payload()) <= set(payload) else None
+class _ExtractCache:
+    """The per-file cache: payloads keyed by the sha256 of (extractor version, kind, mode,
+    bytes), in one SQLite file under the cache folder (one transaction per scan: a thousand
+    small files cost ~0.3 s of file creation on this machine's disk). Any error (a corrupt or
+    locked database, a read-only folder) only turns the cache off for that scan."""
+
+    def __init__(self, folder: Path) -> None:
+        import sqlite3
+
+        self.db: Any = None
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(os.fspath(folder / "extract.sqlite"), timeout=5)
+            self.db.execute("CREATE TABLE IF NOT EXISTS payload (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        except (OSError, sqlite3.Error):
+            self.close()
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        import sqlite3
+
+        out: dict[str, dict[str, Any]] = {}
+        if self.db is None or not keys:
+            return out
+        try:
+            for k in range(0, len(keys), 500):
+                part = list(keys[k:k + 500])
+                rows = self.db.execute(f"SELECT key, value FROM payload WHERE key IN ({','.join('?' * len(part))})",
+                                       part).fetchall()
+                for key, value in rows:
+                    try:
+                        payload = json.loads(value)
+                    except ValueError:
+                        continue
+                    if isinstance(payload, dict) and set(_empty_payload()) <= set(payload):
+                        out[key] = payload
+        except sqlite3.Error:
+            self.close()
+        return out
+
+    def put_many(self, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        import sqlite3
+
+        if self.db is None or not items:
+            return
+        try:
+            with self.db:
+                self.db.executemany("INSERT OR REPLACE INTO payload (key, value) VALUES (?, ?)",
+                                    [(k, json.dumps(v, separators=(",", ":"))) for k, v in items])
+        except sqlite3.Error:
+            self.close()
+
+    def close(self) -> None:
+        if self.db is not None:
+            try:
+                self.db.close()
+            except Exception:  # noqa: BLE001 - closing a broken handle: nothing more to do
+                pass
+        self.db = None
 
 
-def _write_cache(path: Path, payload: dict[str, Any]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(payload, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a cache that cannot be written only costs time
+# (kind, bytes, thorough), inherited by forked workers: no copy through a pipe
+_FORKED_JOBS: list[tuple[str, bytes, bool]] = []
 
 
-def _extract_job(job: tuple[str, bytes, bool]) -> dict[str, Any]:
-    return extract_bytes(*job)
+def _extract_job(k: int) -> dict[str, Any]:
+    return extract_bytes(*_FORKED_JOBS[k])
 
 
 def _read(src: SourceFile) -> tuple[bytes | None, Warning_ | None]:
@@ -490,27 +535,34 @@ def extract(walked: Walked, *, cache: Path | None = None, jobs: int | None = Non
         read.append((src, data))
     if thorough is None:
         thorough = sum(len(d) for s, d in read if s.kind == "python") < FAST_MIN_BYTES
-    todo: list[tuple[int, SourceFile, bytes, Path | None]] = []
-    for src, data in read:
-        cfile = _cache_file(cache, src.kind, data, thorough) if cache is not None else None
-        payload = _read_cache(cfile) if cfile is not None else None
-        if payload is not None:
-            facts.append(_facts(src, payload))
+    store = _ExtractCache(cache) if cache is not None else None
+    # content-addressed: files with equal bytes (copies are common in a leaderboard) are read once
+    keys = [_cache_key(src.kind, data, thorough) for src, data in read]
+    hits = store.get_many(sorted(set(keys))) if store else {}
+    todo: dict[str, tuple[str, bytes]] = {}
+    slots: list[tuple[int, SourceFile, str]] = []
+    for (src, data), key in zip(read, keys, strict=True):
+        if key in hits:
+            facts.append(_facts(src, hits[key]))
             continue
         facts.append(None)
-        todo.append((len(facts) - 1, src, data, cfile))
+        slots.append((len(facts) - 1, src, key))
+        todo.setdefault(key, (src.kind, data))
     if todo:
-        big = sum(len(d) for _, _, d, _ in todo) >= PARALLEL_MIN_BYTES
+        order = list(todo)
+        big = sum(len(todo[k][1]) for k in order) >= PARALLEL_MIN_BYTES
         workers = jobs if jobs is not None else _default_jobs()
-        payloads: Iterable[dict[str, Any]]
-        if big and workers > 1 and len(todo) > 1:
-            payloads = _parallel([(s.kind, d, thorough) for _, s, d, _ in todo], workers)
+        if big and workers > 1 and len(order) > 1:
+            payloads = _parallel([(*todo[k], thorough) for k in order], workers)
         else:
-            payloads = (extract_bytes(s.kind, d, thorough) for _, s, d, _ in todo)
-        for (i, src, _data, cfile), payload in zip(todo, payloads, strict=True):
-            if cfile is not None:
-                _write_cache(cfile, payload)
-            facts[i] = _facts(src, payload)
+            payloads = [extract_bytes(*todo[k], thorough) for k in order]
+        made = dict(zip(order, payloads, strict=True))
+        for i, src, key in slots:
+            facts[i] = _facts(src, made[key])
+        if store:
+            store.put_many(list(made.items()))
+    if store:
+        store.close()
     return tuple(f for f in facts if f is not None)
 
 
@@ -532,11 +584,14 @@ def _parallel(jobs: list[tuple[str, bytes, bool]], workers: int) -> list[dict[st
         return [extract_bytes(*j) for j in jobs]
     # biggest first, so no worker is left with a huge file at the end
     order = sorted(range(len(jobs)), key=lambda k: -len(jobs[k][1]))
+    _FORKED_JOBS[:] = jobs
     try:
         with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            results = list(pool.map(_extract_job, [jobs[k] for k in order], chunksize=8))
+            results = list(pool.map(_extract_job, order, chunksize=4))
     except (OSError, concurrent.futures.process.BrokenProcessPool):
         return [extract_bytes(*j) for j in jobs]
+    finally:
+        _FORKED_JOBS.clear()
     out: list[dict[str, Any]] = [{}] * len(jobs)
     for k, r in zip(order, results, strict=True):
         out[k] = r
@@ -853,7 +908,7 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = (),
 # ---------------------------------------------------------------------------------------- tree index
 #
 # A re-scan of an unchanged tree answers from one file: the key covers every file name under the
-# folder, the (size, mtime, inode) of every file the scanner reads, the options, the reviewed
+# folder, the (size, mtime, ctime, inode) of every file the scanner reads, the options, the reviewed
 # name table and this scanner's version. As in git's index, a file modified less than
 # RACY_SECONDS before the scan could change again within the clock's resolution without
 # changing its stat: such a tree is never answered from (nor written to) the index, and the
@@ -878,8 +933,9 @@ def _tree_index(walked: Walked, cache: Path, python: str, mapping: dict[str, str
             st = os.stat(src.path)
         except OSError:
             return None
-        newest = max(newest, st.st_mtime_ns)
-        h.update(f"\0{src.rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}".encode())
+        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+        # ctime cannot be set back by a program (utime sets it to now), so a forged mtime still shows
+        h.update(f"\0{src.rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}".encode())
     if newest > (time.time() - RACY_SECONDS) * 1e9:
         return None
     digest = h.hexdigest()

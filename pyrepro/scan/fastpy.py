@@ -31,8 +31,9 @@ from pyrepro.scan.python import (_MAIN_GUARD, CALL_TRIGGERS, Parsed, _const_str,
                                  _suppresses_import_error, _Visitor, _walk_statements, parse_code)
 
 # A line that needs the thorough reader: IPython magics and Python 2 statements.
-_THOROUGH_LINE = re.compile(r"^[ \t\f\v]*(?:[!%]|print[ \t]+[^\s(=]|print[ \t]*$|exec[ \t]+[\"'\w]"
-                            r"|except[ \t]+[\w.]+[ \t]*,|raise[ \t]+[\w.]+[ \t]*,)", re.M)
+_THOROUGH = r"[ \t\f\v]*(?:[!%]|print[ \t]+[^\s(=]|print[ \t]*$|exec[ \t]+[\"'\w]|except[ \t]+[\w.]+[ \t]*,|raise[ \t]+[\w.]+[ \t]*,)"
+_THOROUGH_FIRST = re.compile(_THOROUGH, re.M)  # the first line
+_THOROUGH_LINE = re.compile(r"\n" + _THOROUGH, re.M)  # any other line: a literal first character searches fast
 _ASSIGN_MAGIC_HINT = re.compile(r"=[ \t]*[!%]")  # files = !ls
 _CHUNK_TRIGGERS = ("import_module", "__import__", "get_ipython", "run_cell_magic", "run_line_magic")
 _STMT_TRIGGERS = ("system", "subprocess", "Popen", "popen", "getoutput", "sys.path", "addsitedir")
@@ -228,13 +229,16 @@ class _Text:
 
 
 def _parse_at(source: str, first: int) -> ast.Module:
-    """Parse a piece of a file whose first line is line ``first`` of the file."""
-    # Leading newlines cost the tokenizer ~25 ns each; renumbering costs a walk of every node.
-    if first - 1 <= max(200, len(source) // 3):
-        return ast.parse("\n" * (first - 1) + source)
+    """Parse a piece of a file whose first line is line ``first`` of the file; the tree keeps
+    the piece's own line numbers and carries the offset as ``_pyrepro_offset``."""
     tree = ast.parse(source)
-    ast.increment_lineno(tree, first - 1)
+    tree._pyrepro_offset = first - 1  # type: ignore[attr-defined]
     return tree
+
+
+def _walk(v: _Visitor, tree: ast.Module, hot: frozenset[int]) -> None:
+    v.offset = getattr(tree, "_pyrepro_offset", 0)
+    _walk_statements(v, tree.body, hot)
 
 
 def _neutral(view: _Text, header: int) -> bool:
@@ -271,7 +275,7 @@ def _has_else(view: _Text, header: int) -> bool:
 def parse_fast(text: str) -> Parsed:
     """``parse_code``'s answer for one ``.py`` text (see the module docstring)."""
     if "\0" in text or "\\\n" in text or "<>" in text or 'ur"' in text or "ur'" in text or \
-            _THOROUGH_LINE.search(text) or _ASSIGN_MAGIC_HINT.search(text):
+            _THOROUGH_FIRST.match(text) or _THOROUGH_LINE.search(text) or _ASSIGN_MAGIC_HINT.search(text):
         return parse_code(text)
     try:
         return _parse_fast(text)
@@ -348,7 +352,7 @@ def _parse_fast(text: str) -> Parsed:
             tree = _parse_at("\n".join(body), first)
         except (SyntaxError, ValueError) as exc:
             raise NotFast from exc
-        _walk_statements(v, tree.body, hot)
+        _walk(v, tree, hot)
 
     # single statements: context-free imports, shell-command calls and sys.path inserts
     calls: set[int] = set()
@@ -389,8 +393,11 @@ def _parse_fast(text: str) -> Parsed:
             if tree is None:
                 raise NotFast
         statements.append(tree)
-        done_until = max(done_until, max((getattr(n, "end_lineno", 0) or 0) for n in tree.body) if tree.body else 0)
-    names = {a.id for t in statements if any(ln in calls for ln in range(t.body[0].lineno, t.body[-1].end_lineno + 1))
+        off = getattr(tree, "_pyrepro_offset", 0)
+        done_until = max(done_until, off + max((getattr(n, "end_lineno", 0) or 0) for n in tree.body) if tree.body else 0)
+    names = {a.id for t in statements
+             if t.body and any(ln + t._pyrepro_offset in calls  # type: ignore[attr-defined]
+                    for ln in range(t.body[0].lineno, (t.body[-1].end_lineno or 0) + 1))
              for n in ast.walk(t) if isinstance(n, ast.Call) and n.args
              for a in n.args[:1] if isinstance(a, ast.Name)} if calls else set()
     for name in sorted(names):  # `cmd = "zip ..."` then `os.system(cmd)`: the assignments of that name
@@ -403,11 +410,12 @@ def _parse_fast(text: str) -> Parsed:
             for stmt in tree.body:
                 if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
                         isinstance(stmt.targets[0], ast.Name) and (value := _const_str(stmt.value)) is not None:
-                    v.strings.setdefault(stmt.targets[0].id, []).append((stmt.lineno, value))
+                    v.strings.setdefault(stmt.targets[0].id, []).append(
+                        (stmt.lineno + tree._pyrepro_offset, value))  # type: ignore[attr-defined]
     for entries in v.strings.values():
         entries.sort()
     for tree in statements:
-        _walk_statements(v, tree.body, hot)
+        _walk(v, tree, hot)
     main_guard = v.main_guard or ("__main__" in text and bool(_MAIN_GUARD.search(text)))
     return Parsed(tuple(sorted(v.imports, key=lambda i: i.line)), tuple(sorted(v.commands, key=lambda c: c[1])),
                   tuple(v.warnings), tuple(v.python2), syspath=tuple(sorted(v.syspath)), main_guard=main_guard)

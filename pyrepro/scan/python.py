@@ -296,7 +296,7 @@ class _Visitor(ast.NodeVisitor):
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             value = _const_str(node.value)
             if value is not None:
-                self.strings.setdefault(node.targets[0].id, []).append((node.lineno, value))
+                self.strings.setdefault(node.targets[0].id, []).append((node.lineno + self.offset, value))
         self.generic_visit(node)
 
     def _line(self, node: ast.AST) -> int:
@@ -382,7 +382,7 @@ class _Visitor(ast.NodeVisitor):
                     self.commands.extend(sub.commands)
         elif name in SHELL_CALLS and node.args:
             arg = node.args[0]
-            cmd = self.string_at(arg.id, node.lineno) if isinstance(arg, ast.Name) else _const_str(arg)
+            cmd = self.string_at(arg.id, node.lineno + self.offset) if isinstance(arg, ast.Name) else _const_str(arg)
             owner = fn.value.id if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) else ""
             if cmd and owner in ("os", "subprocess", "commands", "sp"):
                 self.commands.append((cmd, self._line(node)))
@@ -528,11 +528,11 @@ def _walk_statements(v: _Visitor, body: list[ast.stmt], hot: frozenset[int] = fr
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             value = _const_str(stmt.value)
             if value is not None:
-                v.strings.setdefault(stmt.targets[0].id, []).append((stmt.lineno, value))
+                v.strings.setdefault(stmt.targets[0].id, []).append((stmt.lineno + v.offset, value))
         if hot:
             if compound:  # only the header expressions (test, iter, items, decorators)
                 _calls_in_header(v, stmt, hot)
-            elif any(ln in hot for ln in range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1)):
+            elif any(ln + v.offset in hot for ln in range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1)):
                 _calls_in(v, stmt)
 
 
@@ -541,7 +541,7 @@ def _calls_in_header(v: _Visitor, stmt: ast.stmt, hot: frozenset[int]) -> None:
     if not hot:
         return
     end = stmt.body[0].lineno - 1 if getattr(stmt, "body", None) else stmt.lineno  # type: ignore[attr-defined]
-    if any(ln in hot for ln in range(stmt.lineno, end + 1)):
+    if any(ln + v.offset in hot for ln in range(stmt.lineno, end + 1)):
         for f in ("test", "iter", "items", "subject", "decorator_list", "args", "returns"):
             node = getattr(stmt, f, None)
             if isinstance(node, ast.AST):

@@ -8,6 +8,7 @@ Records what a script runs, so later stages know the entry point and the runtime
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass
@@ -66,7 +67,8 @@ _RUNNERS = {"conda", "mamba", "micromamba", "uv", "poetry", "pdm", "pipenv"}  # 
 _LAUNCHED = re.compile(r"^(?:.*/)?(i?python[\d.]*|jupyter|papermill|bash|sh|zip|pip[\d.]*)$")
 
 
-def command_tools(cmd: str) -> list[tuple[str, tuple[str, ...]]]:
+@functools.lru_cache(maxsize=8192)
+def command_tools(cmd: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """(tool, argv) of each simple command in a command line (for os.system strings too).
 
     Leading keywords and assignments are skipped (``do``, ``VAR=1``); launchers (``srun -n 1
@@ -89,7 +91,7 @@ def command_tools(cmd: str) -> list[tuple[str, tuple[str, ...]]]:
         if re.fullmatch(r"python[\d.]*", tool) and argv[i + 1:i + 2] == ["-m"] and len(argv) > i + 2 and \
                 argv[i + 2] in ("pip", "pip3", "conda"):
             out.append((argv[i + 2], tuple(argv[i + 2:])))
-    return out
+    return tuple(out)  # memoised: callers must not mutate it
 
 
 def _script_of(argv: tuple[str, ...]) -> str | None:

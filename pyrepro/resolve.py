@@ -6,7 +6,9 @@
    with dotted-prefix rules (longest prefix wins); it also flags modules nothing installs
    (``google.colab``) and known non-PyPI code (``matformer``) as ``unresolved`` with a hint;
 2. ``environment``: ``importlib.metadata`` over explicitly given site-packages folders;
-3. ``identity-guess``: the module name itself as a distribution name, logged as a guess and never
+3. ``declared`` (by the scanner, which knows the submission): a guess whose name the submission
+   itself declares (requirements, metadata, ``pip install`` lines) is the declared distribution;
+4. ``identity-guess``: the module name itself as a distribution name, logged as a guess and never
    written as a dependency.
 
 The same table answers the other name questions of the project (conda names, dummy

@@ -287,3 +287,16 @@ def test_scan__edited_file_same_size_and_forged_mtime__not_served_stale(
     (root / "run.py").write_text("import scipy\n")  # same size, same inode ...
     os.utime(root / "run.py", ns=(st.st_atime_ns, st.st_mtime_ns))  # ... and the old mtime
     assert scan_json(root, capsys)["required"] == ["scipy"]
+
+
+def test_scan__unknown_module_declared_by_submission__declared_not_guess(
+        write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_files({
+        "run.py": "import zzatomlib\nimport zzIprLib\nimport mysterymod\n",
+        "requirements.txt": "zzatomlib==1.4.6\nzzIprLib\n",
+    })
+    out = scan_json(root, capsys)
+    assert out["required"] == ["zzatomlib", "zziprlib"]  # names no table knows
+    rec = {i["module"]: i for i in out["imports"]}
+    assert rec["zzatomlib"]["resolved_with"] == "declared" and rec["zzIprLib"]["resolved_with"] == "declared"
+    assert [g["module"] for g in out["guesses"]] == ["mysterymod"]

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from pyrepro.errors import NotFoundError
-from pyrepro.resolve import Resolver
+from pyrepro.resolve import Resolution, Resolver
 from pyrepro.scan import metadata as meta
 from pyrepro.scan import fastpy, notebook, shell
 from pyrepro.scan import python as pysrc
@@ -139,7 +139,7 @@ KINDS = ("required", "optional", "conditional")
 class ImportRecord:
     module: str  # the name the import is resolved by (top-level, or a longer mapped/namespace prefix)
     distribution: str | None  # None when unresolved or only guessed
-    resolved_with: str  # model-mapping | mapping | environment | identity-guess | unresolved
+    resolved_with: str  # model-mapping | mapping | environment | declared | identity-guess | unresolved
     kind: str  # required | optional | conditional
     locations: tuple[Location, ...]
     note: str = ""
@@ -839,6 +839,7 @@ def resolve(classified: Classified, resolver: Resolver) -> tuple[tuple[ImportRec
             warnings.append(Warning_(Location(path), f"local {module} ({path}) has the name of a module of the "
                                      f"distribution {res.distribution}; the code imports the local one (rename it "
                                      "if the distribution is meant)"))
+    declared = {d.name: d for d in reversed(classified.declared)}  # the first declaration of each name wins
     groups: dict[str, list[FoundImport]] = {}
     for imp in classified.third_party:
         groups.setdefault(resolver.key_of(imp.module, imp.names), []).append(imp)
@@ -855,7 +856,13 @@ def resolve(classified: Classified, resolver: Resolver) -> tuple[tuple[ImportRec
                 warnings.append(Warning_(locs[0], f"{key}: not in a folder Python imports from, but {where} in this "
                                          "folder has that name (a sys.path change?); treated as local code"))
                 continue
-            warnings.append(Warning_(locs[0], f"{key}: {res.note}"))
+            decl = declared.get(res.distribution or "")
+            if decl is not None:  # the submission declares a distribution of that very name
+                res = Resolution(key, res.distribution, "declared",
+                                 f"no mapping; the submission declares {decl.name} ({decl.path}"
+                                 f"{':' + str(decl.line) if decl.line else ''})")
+            else:
+                warnings.append(Warning_(locs[0], f"{key}: {res.note}"))
         kind, marker = _kind_of(occ)
         guess = res.distribution if res.resolved_with == "identity-guess" else None
         dist = None if guess else res.distribution
@@ -924,7 +931,7 @@ def _tree_index(walked: Walked, cache: Path, python: str, mapping: dict[str, str
     from pyrepro.resolve import table_digest
 
     h = hashlib.sha256()
-    h.update(f"{EXTRACT_VERSION}\0{python}\0{thorough}\0{sorted((mapping or {}).items())}\0"
+    h.update(f"{EXTRACT_VERSION}\0{_code_digest()}\0{python}\0{thorough}\0{sorted((mapping or {}).items())}\0"
              f"{table_digest()}\0{os.fspath(walked.base.resolve())}\0".encode())
     h.update("\0".join(walked.all_files).encode())
     newest = 0
@@ -940,6 +947,20 @@ def _tree_index(walked: Walked, cache: Path, python: str, mapping: dict[str, str
         return None
     digest = h.hexdigest()
     return cache / "trees" / f"{digest}.pickle"
+
+
+def _code_digest() -> str:
+    """The scanner's own code (size and mtime of its modules): an edited scanner never answers
+    from an index an older one wrote."""
+    here = Path(__file__).parent
+    parts = []
+    for f in sorted([*here.glob("*.py"), here.parent / "resolve.py"]):
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        parts.append(f"{f.name}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 def _read_index(path: Path) -> ScanResult | None:

@@ -66,8 +66,8 @@ def dependencies(spec: ModelSpec) -> list[str]:
         # Several pins of one name are all kept (a submission may declare conflicting ones):
         # the resolver then reports the conflict and the lock stage relaxes it, on record.
         base = next((r for r in (*d.scanned, *d.extra) if _req_name(r, spec, "dependencies") == name), name)
-        req = Requirement(base)
-        reqs[name] = req.name + ",".join(dict.fromkeys(specs)) + (f"; {req.marker}" if req.marker else "")
+        parsed = Requirement(base)
+        reqs[name] = parsed.name + ",".join(dict.fromkeys(specs)) + (f"; {parsed.marker}" if parsed.marker else "")
     return [reqs[k] for k in sorted(reqs)]
 
 

@@ -51,6 +51,7 @@ from pyrepro.paths import Paths
 from pyrepro.proc import Runner
 from pyrepro.progress import NULL_PROGRESS, Progress
 from pyrepro.registry import ModelSpec
+from pyrepro.resolve import dummy_reason
 from pyrepro.types import Location
 
 Strategy = Literal["as-declared", "date-bounded", "relaxed", "reused"]
@@ -65,7 +66,6 @@ PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_28_aarch64")
 AUTO_REASON = "auto-relaxed by pyrepro lock"
 DECLARED_REASON = "declared by the submission"  # pins 'pyrepro init' copies from the declared metadata
 #: Distributions that lock fine but are placeholders that refuse to install.
-DUMMIES = {"sklearn": "the deprecated 'sklearn' dummy on PyPI refuses to install; use scikit-learn"}
 RECORD_SCHEMA = 1
 MAX_STEPS = 8
 DEFAULT_TIMEOUT = 20 * 60.0
@@ -530,9 +530,9 @@ def compute_drift(declared: Sequence[str], steps: Sequence[relax.Step], locked: 
 
 
 def _dummy_problems(locked: dict[str, str]) -> tuple[relax.Problem, ...]:
-    return tuple(relax.Problem("build-failed", package=n,
-                               excerpt=f"locked {n} {locked[n]}: {msg}")
-                 for n, msg in DUMMIES.items() if n in locked)
+    # the [dummies] table of pyrepro/data/module_map.toml (one name table for the project)
+    return tuple(relax.Problem("build-failed", package=n, excerpt=f"locked {n} {locked[n]}: {msg}")
+                 for n in sorted(locked) if (msg := dummy_reason(n)) is not None)
 
 
 # --------------------------------------------------------------------------- the procedure

@@ -35,8 +35,8 @@ from typing import Any
 
 from pyrepro.errors import NotFoundError
 from pyrepro.resolve import Resolution, Resolver
-from pyrepro.scan import metadata as meta
 from pyrepro.scan import fastpy, notebook, shell
+from pyrepro.scan import metadata as meta
 from pyrepro.scan import python as pysrc
 from pyrepro.scan.stdlib import known_versions, python2_only_names, stdlib_names
 from pyrepro.types import Location
@@ -480,10 +480,11 @@ class _ExtractCache:
 
     def close(self) -> None:
         if self.db is not None:
-            try:
+            import contextlib
+            import sqlite3
+
+            with contextlib.suppress(sqlite3.Error):
                 self.db.close()
-            except Exception:  # noqa: BLE001 - closing a broken handle: nothing more to do
-                pass
         self.db = None
 
 
@@ -754,7 +755,7 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
         folder = f.source.rel.rpartition("/")[0]
         if f.script or _unimported_script(f, imported, packages):
             add(folder, folder)
-        for loc, inserted in f.syspath:
+        for _loc, inserted in f.syspath:
             if "__file__" not in inserted:
                 add(folder, index.folder_key(f"{folder}/{inserted}" if folder else inserted))
     for e in entries:
@@ -880,7 +881,7 @@ def default_cache() -> Path:
 
 
 def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = (),
-              mapping: dict[str, str] | None = None, cache: Path | None | bool = True,
+              mapping: dict[str, str] | None = None, cache: Path | bool | None = True,
               jobs: int | None = None, thorough: bool | None = None) -> ScanResult:
     """Scan a contribution folder (or one file): walk -> extract -> classify -> resolve.
 

@@ -27,8 +27,18 @@ import bisect
 import re
 
 from pyrepro.scan import markers
-from pyrepro.scan.python import (_MAIN_GUARD, CALL_TRIGGERS, Parsed, _const_str, _is_main_guard, _is_type_checking,
-                                 _suppresses_import_error, _Visitor, _walk_statements, parse_code)
+from pyrepro.scan.python import (
+    _MAIN_GUARD,
+    CALL_TRIGGERS,
+    Parsed,
+    _const_str,
+    _is_main_guard,
+    _is_type_checking,
+    _suppresses_import_error,
+    _Visitor,
+    _walk_statements,
+    parse_code,
+)
 
 # A line that needs the thorough reader: IPython magics and Python 2 statements.
 _THOROUGH = r"[ \t\f\v]*(?:[!%]|print[ \t]+[^\s(=]|print[ \t]*$|exec[ \t]+[\"'\w]|except[ \t]+[\w.]+[ \t]*,|raise[ \t]+[\w.]+[ \t]*,)"
@@ -380,21 +390,21 @@ def _parse_fast(text: str) -> Parsed:
                 lines_in_order[k] not in calls and view.indent(lines_in_order[k]) == view.indent(line):
             run.append(lines_in_order[k])
             k += 1
-        tree = None
+        chunk: ast.Module | None = None
         if len(run) > 1:
             ind = view.indent(line) or 0
             try:
-                tree = _parse_at("\n".join(view.lines[ln - 1][ind:] for ln in run), run[0])
+                chunk = _parse_at("\n".join(view.lines[ln - 1][ind:] for ln in run), run[0])
             except (SyntaxError, ValueError):
                 k -= len(run) - 1  # read them one by one
                 run = [line]
-        if tree is None:
-            tree = view.statement(line)
-            if tree is None:
+        if chunk is None:
+            chunk = view.statement(line)
+            if chunk is None:
                 raise NotFast
-        statements.append(tree)
-        off = getattr(tree, "_pyrepro_offset", 0)
-        done_until = max(done_until, off + max((getattr(n, "end_lineno", 0) or 0) for n in tree.body) if tree.body else 0)
+        statements.append(chunk)
+        off = getattr(chunk, "_pyrepro_offset", 0)
+        done_until = max(done_until, off + max((getattr(n, "end_lineno", 0) or 0) for n in chunk.body) if chunk.body else 0)
     names = {a.id for t in statements
              if t.body and any(ln + t._pyrepro_offset in calls  # type: ignore[attr-defined]
                     for ln in range(t.body[0].lineno, (t.body[-1].end_lineno or 0) + 1))
@@ -404,14 +414,14 @@ def _parse_fast(text: str) -> Parsed:
         for m in re.finditer(rf"^[ \t]*{re.escape(name)}[ \t]*=(?!=)", text, re.M):
             if view.in_string(m.start()):
                 continue
-            tree = view.statement(view.line_of(m.start()))
-            if tree is None:
+            assign = view.statement(view.line_of(m.start()))
+            if assign is None:
                 raise NotFast
-            for stmt in tree.body:
+            for stmt in assign.body:
                 if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
                         isinstance(stmt.targets[0], ast.Name) and (value := _const_str(stmt.value)) is not None:
                     v.strings.setdefault(stmt.targets[0].id, []).append(
-                        (stmt.lineno + tree._pyrepro_offset, value))  # type: ignore[attr-defined]
+                        (stmt.lineno + assign._pyrepro_offset, value))  # type: ignore[attr-defined]
     for entries in v.strings.values():
         entries.sort()
     for tree in statements:
@@ -421,4 +431,4 @@ def _parse_fast(text: str) -> Parsed:
                   tuple(v.warnings), tuple(v.python2), syspath=tuple(sorted(v.syspath)), main_guard=main_guard)
 
 
-__all__ = ["parse_fast", "NotFast", "_is_main_guard"]
+__all__ = ["NotFast", "_is_main_guard", "parse_fast"]

@@ -10,9 +10,10 @@ are plain tuples so they can be negated (``else:`` branches; PEP 508 has no ``no
 from __future__ import annotations
 
 import ast
+from typing import Any
 
-# ("cmp", variable, op, value) | ("and", a, b) | ("or", a, b)
-Marker = tuple[str, ...] | tuple[str, "Marker", "Marker"]
+# ("cmp", variable, operator, value) or ("and" | "or", Marker, Marker)
+Marker = tuple[Any, ...]
 
 _NEGATE = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 _OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
@@ -43,7 +44,7 @@ def _version(node: ast.AST) -> str | None:
     if isinstance(node, ast.Tuple) and node.elts and all(
             isinstance(e, ast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool)
             for e in node.elts):
-        return ".".join(str(e.value) for e in node.elts[:2])  # type: ignore[attr-defined]
+        return ".".join(str(e.value) for e in node.elts[:2] if isinstance(e, ast.Constant))
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
         return str(node.value)
     return None
@@ -115,7 +116,7 @@ def marker_of(test: ast.expr) -> Marker | None:
         kind = "and" if isinstance(test.op, ast.And) else "or"
         out = parts[0]
         for p in parts[1:]:
-            out = (kind, out, p)  # type: ignore[assignment]
+            out = (kind, out, p)
         return out
     if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr == "startswith" \
             and _dotted(test.func.value) == "sys.platform" and len(test.args) == 1:
@@ -127,9 +128,9 @@ def marker_of(test: ast.expr) -> Marker | None:
 
 def negate(m: Marker) -> Marker:
     if m[0] == "cmp":
-        return ("cmp", m[1], _NEGATE[m[2]], m[3])  # type: ignore[index,misc]
+        return ("cmp", m[1], _NEGATE[m[2]], m[3])
     a, b = m[1], m[2]
-    return ("or" if m[0] == "and" else "and", negate(a), negate(b))  # type: ignore[arg-type]
+    return ("or" if m[0] == "and" else "and", negate(a), negate(b))
 
 
 def join(a: Marker | None, b: Marker | None, kind: str = "and") -> Marker | None:
@@ -144,5 +145,5 @@ def render(m: Marker, parent: str = "") -> str:
     if m[0] == "cmp":
         return f'{m[1]} {m[2]} "{m[3]}"'
     kind = m[0]
-    text = f" {kind} ".join((render(m[1], kind), render(m[2], kind)))  # type: ignore[arg-type]
+    text = f" {kind} ".join((render(m[1], kind), render(m[2], kind)))
     return f"({text})" if parent and parent != kind else text

@@ -26,6 +26,7 @@ from pyrepro import generate, sources
 from pyrepro.errors import InputError, NotFoundError, UsageError
 from pyrepro.lock import DECLARED_REASON
 from pyrepro.registry import NAME_RE, PY_RE, parse_model
+from pyrepro.resolve import dev_tool_reason
 from pyrepro.scan import ScanResult, scan_path
 
 DRAFT_COMMIT = "0" * 40
@@ -40,10 +41,15 @@ class InitResult:
     written: tuple[Path, ...]
     scan: ScanResult
     warnings: tuple[str, ...]
+    decisions: Decisions | None = None
 
     def to_json(self) -> dict[str, Any]:
+        d = self.decisions
         return {"name": self.name, "model_dir": str(self.model_dir), "written": [str(p) for p in self.written],
                 "distributions": list(self.scan.distributions), "warnings": list(self.warnings),
+                "python": {"version": d.python, "reason": d.python_reason} if d else None,
+                "gpu": {"need": d.gpu, "reason": d.gpu_reason} if d else None,
+                "benchmarks": list(d.benchmarks) if d else None,
                 "scan": self.scan.to_json()}
 
 
@@ -99,21 +105,43 @@ def _pin(folder: Path, mirror: Path | None) -> tuple[dict[str, str], list[str]]:
     return {"repository": "", "commit": DRAFT_COMMIT, "subdir": "", "tree": tree}, warnings
 
 
-def draft_model_toml(folder: Path, name: str, python: str, scan: ScanResult, pin: dict[str, str]) -> str:
+@dataclass(frozen=True)
+class Decisions:
+    """What init decided from evidence, each with its reason (written into model.toml)."""
+
+    python: str
+    python_reason: str
+    gpu: str = "none"
+    gpu_reason: str = ""
+    benchmarks: tuple[str, ...] = ()
+    benchmarks_reason: str = ""
+    aliases: tuple[str, ...] = ()
+
+
+def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: ScanResult, pin: dict[str, str]) -> str:
+    d = python if isinstance(python, Decisions) else Decisions(python, "given with --python")
     doc = tomlkit.document()
     doc.add(tomlkit.comment(f"Draft written by 'pyrepro init' from {folder.name}; review every value."))
     doc["schema"] = 1
     doc["name"] = name
     doc["upstream_name"] = folder.name
-    doc["aliases"] = [folder.name] if folder.name != name else []
+    doc["aliases"] = list(d.aliases) if isinstance(python, Decisions) else ([folder.name] if folder.name != name else [])
     doc["title"] = folder.name
-    doc["python"] = python
-    doc["gpu"] = "none"
-    doc["benchmarks"] = ["dft_3d_exfoliation_energy"]
+    doc["python"] = d.python
+    doc["python_reason"] = d.python_reason
+    doc["gpu"] = d.gpu
+    if d.gpu_reason:
+        doc["gpu_reason"] = d.gpu_reason
+    doc["benchmarks"] = list(d.benchmarks) or ["dft_3d_exfoliation_energy"]
+    if d.benchmarks_reason:
+        doc["benchmarks_reason"] = d.benchmarks_reason
     sub = _submitted(folder)
     if sub:
         doc["submitted"] = sub
     notes = [f"unresolved import {i.module}: {i.note}" for i in scan.unresolved]
+    if isinstance(python, Decisions) and not d.benchmarks:
+        notes.append("no result files (<Category>-<Task>-<property>-<dataset>-test-<metric>.csv.zip) found: "
+                     "the benchmark is a placeholder")
     # guesses and optional imports are never written as dependencies: they wait for review
     notes += [f"import {i.module} ({i.locations[0]}): no known distribution; {i.guess!r} is only a guess; review it, "
               "then add it to [mapping] or dependencies.extra" for i in scan.guesses]
@@ -150,13 +178,33 @@ def draft_model_toml(folder: Path, name: str, python: str, scan: ScanResult, pin
     deps["remove"] = []
     pins = tomlkit.aot()
     used = set(scan.required) | set(scan.conditional) | set(scan.optional_distributions)
-    for d in scan.declared:
-        spec = d.spec[len(d.spec.split("=")[0].split("<")[0].split(">")[0].split("!")[0].split("~")[0]):].strip() \
-            if d.name in used else ""
-        if spec and spec[0] in "<>=!~" and "@" not in d.spec:
+    # Declared requirements the code never imports (console tools, plugins) are kept, as declared;
+    # development tools are dropped with their reason; repeated declarations are merged.
+    extra = list(deps["extra"])
+    dropped = []
+    for dname in scan.declared_names:
+        if dname in used or any(e.split(";")[0].strip() == dname for e in extra):
+            continue
+        why = dev_tool_reason(dname)
+        if why:
+            dropped.append(f"{dname} ({why})")
+        elif not _not_installable(dname):
+            extra.append(dname)
+    deps["extra"] = extra
+    if dropped:
+        notes.append("declared development tools not installed: " + ", ".join(dropped))
+        doc["notes"] = "; ".join(notes)
+    seen_specs: set[tuple[str, str]] = set()
+    for decl in scan.declared:
+        spec = decl.spec[len(decl.spec.split("=")[0].split("<")[0].split(">")[0].split("!")[0].split("~")[0]):].strip()
+        spec = spec.split(";")[0].strip()
+        if decl.name not in used and decl.name not in extra:
+            continue
+        if spec and spec[0] in "<>=!~" and "@" not in decl.spec and (decl.name, spec.replace(" ", "")) not in seen_specs:
+            seen_specs.add((decl.name, spec.replace(" ", "")))
             t = tomlkit.table()
-            t.update({"name": d.name, "spec": spec.replace(" ", ""),
-                      "reason": f"{DECLARED_REASON} ({d.path}:{d.line})"})
+            t.update({"name": decl.name, "spec": spec.replace(" ", ""),
+                      "reason": f"{DECLARED_REASON} ({decl.path}:{decl.line})"})
             pins.append(t)
     if len(pins):
         deps["pins"] = pins
@@ -164,21 +212,99 @@ def draft_model_toml(folder: Path, name: str, python: str, scan: ScanResult, pin
     return tomlkit.dumps(doc)
 
 
-def init_model(folder: Path, *, name: str, models_dir: Path, python: str = "3.10", force: bool = False,
-               mirror: Path | None = None) -> InitResult:
+def _not_installable(dist: str) -> bool:
+    """Declared names that are not PyPI distributions (``python``, ``cuda``) are never extras."""
+    return dist in ("python", "pip", "conda", "cuda", "cudatoolkit", "cudnn", "mkl", "git", "lammps", "vasp",
+                    "quantum-espresso", "qmcpack") or not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", dist)
+
+
+def _taken_names(models_dir: Path) -> dict[str, str]:
+    """Names and aliases of the models already in ``models_dir`` -> the model that has them
+    (read leniently: a broken neighbour must not stop a new draft)."""
+    import tomllib
+
+    taken: dict[str, str] = {}
+    if not models_dir.is_dir():
+        return taken
+    for mt in sorted(models_dir.glob("*/model.toml")):
+        try:
+            data = tomllib.loads(mt.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        owner = str(data.get("name", mt.parent.name))
+        taken.setdefault(owner, owner)
+        for a in data.get("aliases", []) if isinstance(data.get("aliases"), list) else []:
+            taken.setdefault(str(a), owner)
+    return taken
+
+
+def decide(folder: Path, scan: ScanResult, *, name: str, models_dir: Path, python: str | None,
+           submitted: str | None, index: Any = None) -> tuple[Decisions, list[str]]:
+    """Python, GPU, benchmarks and aliases of a draft, from the submission's own evidence."""
+    from pyrepro import evidence
+
+    warnings: list[str] = []
+    if python is not None:
+        py, why = python, "given with --python"
+    else:
+        found = evidence.python_evidence(folder, python2=[w.location for w in scan.python2_evidence])
+        pins = [(d.name, d.spec.split("==", 1)[1].split(";")[0].strip()) for d in scan.declared
+                if "==" in d.spec and "*" not in d.spec.split("==", 1)[1]]
+        date = dt.date.fromisoformat(submitted) if submitted else None
+        choice = evidence.choose_python(found, submitted=date, pins=pins,
+                                        wheel_check=index.has_wheel if index is not None else None)
+        py, why = choice.version, choice.reason
+    gpu, gpu_why = evidence.gpu_evidence(folder, distributions=[*scan.required, *scan.optional_distributions])
+    found_b = evidence.benchmarks_of(folder)
+    benchmarks = tuple(b for b, _f in found_b)
+    b_why = ("from the result files: " + ", ".join(f for _b, f in found_b[:3]) +
+             (f" and {len(found_b) - 3} more" if len(found_b) > 3 else "")) if found_b else ""
+    aliases: tuple[str, ...] = ()
+    if folder.name != name:
+        owner = _taken_names(models_dir).get(folder.name)
+        if owner is not None and owner != name:
+            warnings.append(f"alias {folder.name!r} is already used by model {owner!r}; not added (every command "
+                            "would refuse an ambiguous registry)")
+        elif NAME_RE.match(folder.name) or re.fullmatch(r"[A-Za-z0-9_.-]+", folder.name):
+            aliases = (folder.name,)
+    return Decisions(py, why, gpu, gpu_why, benchmarks, b_why, aliases), warnings
+
+
+def init_model(folder: Path, *, name: str, models_dir: Path, python: str | None = None, force: bool = False,
+               mirror: Path | None = None, cache: Path | None = None, online: bool = True) -> InitResult:
+    """Scan a folder and write a draft ``models/<name>/`` (see the module docstring). ``python``:
+    None decides from evidence (see ``pyrepro.evidence``); ``cache``: where the index answers and
+    a draft-pinned folder's verified copy go (default: the user cache)."""
+    from pyrepro.paths import cache_dir
+
     if not NAME_RE.match(name):
         raise UsageError(f"--name {name!r}: use a lower-case attribute name such as 'cfid' or 'my_model'")
-    if not PY_RE.match(python):
+    if python is not None and not PY_RE.match(python):
         raise UsageError(f"--python {python!r}: write major.minor, e.g. 3.10")
     folder = Path(folder)
-    scan = scan_path(folder, python=python)  # raises NotFoundError for a missing folder
+    scan = scan_path(folder, python=python or "3.11")  # raises NotFoundError for a missing folder
     if not folder.is_dir():
         raise InputError("init needs a contribution folder, not a file", path=folder)
     target = models_dir / name
     if target.exists() and not force:
         raise UsageError(f"{target} already exists", hint="pass --force to overwrite it, or choose another --name")
-    pin, warnings = _pin(folder, mirror)
-    text = draft_model_toml(folder, name, python, scan, pin)
+    cache = cache or cache_dir()
+    index = None
+    if online:
+        from pyrepro.index import Index
+
+        index = Index(cache)
+    decisions, warnings = decide(folder, scan, name=name, models_dir=models_dir, python=python,
+                                 submitted=_submitted(folder), index=index)
+    if decisions.python != (python or "3.11") and decisions.python.startswith("3."):
+        scan = scan_path(folder, python=decisions.python)  # the standard library of the chosen Python
+    pin, pin_warnings = _pin(folder, mirror)
+    warnings += pin_warnings
+    if pin["commit"] == DRAFT_COMMIT:
+        # a folder outside any pinned mirror: its verified copy goes into the content-addressed
+        # source cache, so build finds it by tree id without a mirror or a download
+        sources.install_tree(folder, cache, pin["tree"])
+    text = draft_model_toml(folder, name, decisions, scan, pin)
     models_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=models_dir))
     try:
@@ -195,4 +321,4 @@ def init_model(folder: Path, *, name: str, models_dir: Path, python: str = "3.10
         shutil.rmtree(tmp, ignore_errors=True)
     written = tuple(sorted(target.iterdir()))
     warnings += [str(w) for w in scan.warnings]
-    return InitResult(name, target, written, scan, tuple(warnings))
+    return InitResult(name, target, written, scan, tuple(warnings), decisions)

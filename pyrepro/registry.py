@@ -157,6 +157,9 @@ class ModelSpec:
     predictions: tuple[SubmittedPrediction, ...] = ()
     notes: str = ""
     mapping: tuple[ModuleMapping, ...] = ()
+    python_reason: str = ""  # why this Python (evidence from the submission, or how it was chosen)
+    gpu_reason: str = ""
+    benchmarks_reason: str = ""
 
     @property
     def module_mapping(self) -> dict[str, str]:
@@ -261,7 +264,7 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
     r = _Reader(path, data)
     r.unknown({"schema", "name", "upstream_name", "aliases", "title", "python", "gpu", "benchmarks",
                "submitted", "source", "extra_sources", "entry", "test", "runtime", "dependencies",
-               "predictions", "notes", "mapping"})
+               "predictions", "notes", "mapping", "python_reason", "gpu_reason", "benchmarks_reason"})
     schema = data.get("schema")
     if schema != SCHEMA:
         raise r.fail("schema", f"unsupported schema {schema!r}", f"set schema = {SCHEMA}")
@@ -357,6 +360,9 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
         predictions=tuple(preds),
         notes=r.text("notes", default=""),
         mapping=_mapping(r),
+        python_reason=r.text("python_reason", default=""),
+        gpu_reason=r.text("gpu_reason", default=""),
+        benchmarks_reason=r.text("benchmarks_reason", default=""),
     )
 
 

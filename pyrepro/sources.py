@@ -301,6 +301,19 @@ def _install(src: Path, cache: Path, tree: str) -> Path:
     return dest
 
 
+def install_tree(folder: Path, cache: Path, tree: str) -> Path:
+    """A verified read-only copy of ``folder`` (whose git tree id is ``tree``) in the source cache,
+    where ``obtain_source`` finds it by tree id; an existing verified copy is kept."""
+    cached = cache / "sources" / tree
+    if cached.is_dir():
+        try:
+            check_tree(cached, tree, "cached copy")
+            return cached
+        except IntegrityError:
+            _rmtree(cached)
+    return _install(folder, cache, tree)
+
+
 def obtain_source(pin: PinLike, *, mirror: Path | None = None, cache: Path,
                   downloader: Downloader | None = None, online: bool = True) -> ObtainedSource:
     """A verified read-only pristine copy of ``pin``'s folder.

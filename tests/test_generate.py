@@ -84,25 +84,26 @@ def test_parse_model__malformed__names_file_key_and_fix(tmp_path: Path, edit: tu
 
 
 def test_init__example_contribution__draft_parses_and_generates(tmp_path: Path) -> None:
-    res = init_model(REPO / "examples" / "contribution", name="example", models_dir=tmp_path)
+    res = init_model(REPO / "examples" / "contribution", name="example", models_dir=tmp_path, online=False)
     spec = parse_model(tmp_path / "example" / "model.toml")
     assert spec.dependencies.scanned == ("jarvis-tools", "lightgbm", "matminer", "matplotlib", "numpy", "scikit-learn")
-    assert spec.dependencies.extra == ("torch",)  # an optional import, but metadata.json declares it
+    # torch: an optional import, but metadata.json declares it; scipy: declared, never imported (kept as declared)
+    assert spec.dependencies.extra == ("torch", "scipy")
     assert spec.submitted is not None and spec.submitted.isoformat() == "2023-01-14"
     assert {p.name for p in res.written} == {"model.toml", "pyproject.toml", "default.nix"}
     assert any("draft" in w for w in res.warnings)
     with pytest.raises(Exception, match="already exists"):
-        init_model(REPO / "examples" / "contribution", name="example", models_dir=tmp_path)
+        init_model(REPO / "examples" / "contribution", name="example", models_dir=tmp_path, online=False)
 
 
 def test_init_cli__bad_name__usage_error(tmp_path: Path) -> None:
-    assert main(["init", str(REPO / "examples" / "contribution"), "--name", "Bad Name", "--models-dir", str(tmp_path)]) == 2
+    assert main(["init", str(REPO / "examples" / "contribution"), "--name", "Bad Name", "--models-dir", str(tmp_path), "--offline"]) == 2
 
 
 @pytest.mark.upstream
 def test_init__upstream_folder__real_pin(upstream: Path, tmp_path: Path) -> None:
     folder = upstream / "jarvis_leaderboard" / "jarvis_leaderboard" / "contributions" / "kgcnn_megnet"
-    init_model(folder, name="megnet2", models_dir=tmp_path, mirror=upstream)
+    init_model(folder, name="megnet2", models_dir=tmp_path, online=False, mirror=upstream)
     spec = parse_model(tmp_path / "megnet2" / "model.toml")
     ref = load_registry(REPO / "models").get("kgcnn_megnet").source
     assert spec.source.tree == ref.tree
@@ -112,7 +113,7 @@ def test_init__upstream_folder__real_pin(upstream: Path, tmp_path: Path) -> None
 
 def test_init__matbench_style_folder__marked_draft_pin_and_declared_pins(tmp_path: Path) -> None:
     folder = Path(__file__).parent / "scenarios" / "scan" / "matbench_info" / "input"
-    res = init_model(folder, name="mb", models_dir=tmp_path)
+    res = init_model(folder, name="mb", models_dir=tmp_path, online=False)
     spec = parse_model(tmp_path / "mb" / "model.toml")
     assert spec.source.repository == "" and spec.source.commit == "0" * 40  # marked draft, not invented
     from pyrepro.sources import git_tree_id
@@ -125,12 +126,12 @@ def test_init__matbench_style_folder__marked_draft_pin_and_declared_pins(tmp_pat
 
 def test_init__existing_model__refused_then_force_overwrites(tmp_path: Path) -> None:
     folder = REPO / "examples" / "contribution"
-    init_model(folder, name="example", models_dir=tmp_path)
+    init_model(folder, name="example", models_dir=tmp_path, online=False)
     marker = tmp_path / "example" / "hand-edit.txt"
     marker.write_text("x")
-    assert main(["init", str(folder), "--name", "example", "--models-dir", str(tmp_path)]) == 2
+    assert main(["init", str(folder), "--name", "example", "--models-dir", str(tmp_path), "--offline"]) == 2
     assert marker.exists()
-    init_model(folder, name="example", models_dir=tmp_path, force=True)
+    init_model(folder, name="example", models_dir=tmp_path, online=False, force=True)
     assert not marker.exists() and (tmp_path / "example" / "model.toml").is_file()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp leftovers
 

@@ -244,7 +244,7 @@ def test_init__kinds__only_required_scanned_guarded_with_markers_guesses_as_note
             import importlib_metadata
     """})
     models = tmp_path / "models"
-    assert main(["init", str(root / "sub"), "--name", "kinds", "--models-dir", str(models)]) == 0
+    assert main(["init", str(root / "sub"), "--name", "kinds", "--models-dir", str(models), "--offline"]) == 0
     doc = tomllib.loads((models / "kinds" / "model.toml").read_text())
     deps = doc["dependencies"]
     assert deps["scanned"] == ["ax-platform", "numpy"]

@@ -73,8 +73,11 @@ def register(app: typer.Typer) -> None:
     def init_cmd(
         folder: Path = typer.Argument(..., help="A contribution folder (JARVIS-Leaderboard or MatBench style)"),
         name: str = typer.Option(..., "--name", help="Lower-case model name"),
-        python: str = typer.Option("3.10", "--python", help="Target Python (major.minor)"),
+        python: str = typer.Option(None, "--python", help="Target Python (major.minor); default: from the "
+                                   "submission's evidence (environment.yml, notebooks, scripts, date)"),
         models_dir: Path = typer.Option(None, "--models-dir", help="Where models/<name>/ goes (default: the project's models/)"),
+        offline: bool = typer.Option(False, "--offline", help="Do not ask the package index (which Python has "
+                                     "wheels for the declared pins)"),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing model folder"),
         mirror: Path = typer.Option(None, "--mirror", help="Pinned mirror holding the folder (for a real source pin)"),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
@@ -90,12 +93,16 @@ def register(app: typer.Typer) -> None:
                 paths_mirror = Paths.discover().mirror()
             except PyreproError:  # outside a checkout: no default mirror
                 paths_mirror = None
-        res = init_mod.init_model(folder, name=name, models_dir=target, python=python, force=force, mirror=paths_mirror)
+        res = init_mod.init_model(folder, name=name, models_dir=target, python=python, force=force, mirror=paths_mirror,
+                                  online=not offline)
         if as_json:
             emit_json(res.to_json())
             return
         for p in res.written:
             typer.echo(f"wrote {p}")
+        if res.decisions is not None:
+            typer.echo(f"python {res.decisions.python}: {res.decisions.python_reason}")
+            typer.echo(f"gpu {res.decisions.gpu}: {res.decisions.gpu_reason}")
         for w in res.warnings:
             typer.echo(f"warning: {w}", err=True)
 

@@ -1,0 +1,260 @@
+"""What a submission says about itself, read from its files: the Python it ran on, the
+benchmarks it answers, whether it used a GPU. Each answer carries the evidence (file and line)
+and a reason that ``init`` writes into model.toml, so no choice is a silent default.
+
+Python, strongest evidence first:
+
+1. an explicit pin: ``environment.yml`` (``python=3.9``), ``runtime.txt`` (``python-3.8.5``),
+   ``.python-version``, ``requires-python``/``python_requires``, ``conda create ... python=3.8``
+   and ``pythonX.Y script.py`` in shell scripts, a ``python`` requirement in ``info.json``;
+2. the notebook's own record: ``metadata.language_info.version`` / the kernelspec name;
+3. Python 2 evidence from the scanner (``print "x"``, ``urllib2``): 2.7;
+4. no evidence: the newest CPython released before the submission date whose wheels exist for
+   every exact pin the submission declares (asked of the package index through an injectable
+   ``wheel_check``; offline, the date alone decides), else the newest CPython pyrepro supports.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyrepro.types import Location
+
+# CPython minor versions pyrepro can target, with their first release date (python.org).
+RELEASES: tuple[tuple[str, dt.date], ...] = (
+    ("3.6", dt.date(2016, 12, 23)), ("3.7", dt.date(2018, 6, 27)), ("3.8", dt.date(2019, 10, 14)),
+    ("3.9", dt.date(2020, 10, 5)), ("3.10", dt.date(2021, 10, 4)), ("3.11", dt.date(2022, 10, 24)),
+    ("3.12", dt.date(2023, 10, 2)), ("3.13", dt.date(2024, 10, 7)),
+)
+NEWEST = RELEASES[-1][0]
+# How strong each kind of evidence is (lower wins).
+RANK = {"pin": 0, "notebook": 1, "python2": 2}
+
+_VERSION = r"([23])\.(\d{1,2})(?:\.\d+)?"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    version: str  # major.minor
+    kind: str  # pin | notebook | python2
+    location: Location
+    text: str  # what was read
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.text}"
+
+
+@dataclass(frozen=True)
+class PythonChoice:
+    version: str
+    reason: str
+    evidence: tuple[Evidence, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"version": self.version, "reason": self.reason,
+                "evidence": [{"version": e.version, "kind": e.kind, "location": e.location.to_json(), "text": e.text}
+                             for e in self.evidence]}
+
+
+def _mm(major: str, minor: str) -> str:
+    return f"{major}.{int(minor)}"
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def _rel(p: Path, root: Path) -> str:
+    try:
+        return p.relative_to(root).as_posix()
+    except ValueError:
+        return p.name
+
+
+def python_evidence(folder: Path, *, python2: Sequence[Location] = ()) -> tuple[Evidence, ...]:
+    """Every statement of a Python version in the folder (files at any depth, hidden folders and
+    virtual environments skipped), strongest first."""
+    found: list[Evidence] = []
+    root = Path(folder)
+    files = [root] if root.is_file() else sorted(
+        p for p in root.rglob("*") if p.is_file() and not any(
+            (part.startswith(".") and part != ".python-version") or part in ("venv", ".venv", "node_modules",
+                                                                          "__pycache__")
+            for part in p.relative_to(root).parts))
+    for p in files:
+        name = p.name.lower()
+        rel = _rel(p, root)
+        if name in ("environment.yml", "environment.yaml") or (name.endswith((".yml", ".yaml")) and "env" in name):
+            for n, line in enumerate(_lines(p), 1):
+                m = re.match(rf"^\s*-?\s*python\s*(?:==?|>=|~=)?\s*{_VERSION}", line)
+                if m:
+                    found.append(Evidence(_mm(m.group(1), m.group(2)), "pin", Location(rel, n), line.strip()))
+        elif name == "runtime.txt" or name == ".python-version":
+            for n, line in enumerate(_lines(p), 1):
+                m = re.match(rf"^\s*(?:python-)?{_VERSION}\s*$", line)
+                if m:
+                    found.append(Evidence(_mm(m.group(1), m.group(2)), "pin", Location(rel, n), line.strip()))
+        elif name in ("setup.py", "setup.cfg", "pyproject.toml"):
+            for n, line in enumerate(_lines(p), 1):
+                m = re.search(rf"(?:python_requires|requires-python)\s*=\s*['\"]?\s*(?:>=|==|~=)\s*{_VERSION}", line)
+                if m:
+                    found.append(Evidence(_mm(m.group(1), m.group(2)), "pin", Location(rel, n), line.strip()))
+        elif name.endswith((".sh", ".bash", ".slurm", ".sbatch", ".job", ".pbs")):
+            for n, line in enumerate(_lines(p), 1):
+                stripped = line.strip()
+                if stripped.startswith("#"):
+                    continue
+                m = re.search(rf"\b(?:conda|mamba|micromamba)\s+(?:create|install)\b.*\bpython\s*=+\s*{_VERSION}", line)
+                m = m or re.search(r"\bpython([23])\.(\d{1,2})\s+\S+\.py\b", line)
+                m = m or re.search(rf"\bmodule\s+load\s+python/{_VERSION}", line)
+                if m:
+                    found.append(Evidence(_mm(m.group(1), m.group(2)), "pin", Location(rel, n), stripped[:120]))
+        elif name == "info.json" or name == "metadata.json":
+            try:
+                data = json.loads(p.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            for text in _strings(data):
+                m = re.match(rf"^\s*python\s*(?:==|=|>=|~=)?\s*{_VERSION}\s*$", text, re.I)
+                if m:
+                    found.append(Evidence(_mm(m.group(1), m.group(2)), "pin", Location(rel, None), text.strip()))
+        elif name.endswith(".ipynb"):
+            try:
+                nb = json.loads(p.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            meta = nb.get("metadata", {}) if isinstance(nb, dict) else {}
+            info = meta.get("language_info", {}) if isinstance(meta, dict) else {}
+            ver = info.get("version") if isinstance(info, dict) else None
+            if isinstance(ver, str) and (m := re.match(rf"^{_VERSION}", ver)):
+                found.append(Evidence(_mm(m.group(1), m.group(2)), "notebook", Location(rel, None),
+                                      f"language_info.version {ver}"))
+                continue
+            kernel = meta.get("kernelspec", {}) if isinstance(meta, dict) else {}
+            label = " ".join(str(kernel.get(k, "")) for k in ("name", "display_name")) if isinstance(kernel, dict) else ""
+            if m := re.search(rf"(?:python|Python)\s*{_VERSION}", label):
+                found.append(Evidence(_mm(m.group(1), m.group(2)), "notebook", Location(rel, None),
+                                      f"kernelspec {label.strip()}"))
+    for loc in python2[:1]:
+        found.append(Evidence("2.7", "python2", loc, "Python 2 code"))
+    return tuple(sorted(found, key=lambda e: (RANK[e.kind], e.location.path, e.location.line or 0)))
+
+
+def _strings(obj: object) -> Iterable[str]:
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(k, str) and k.lower() in ("python", "python_version") and isinstance(v, (str, int, float)):
+                yield f"python=={v}"
+            yield from _strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _strings(v)
+
+
+WheelCheck = Callable[[str, str, str], bool | None]  # (distribution, version, python) -> has a wheel? None: unknown
+
+
+def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = None,
+                  pins: Sequence[tuple[str, str]] = (), wheel_check: WheelCheck | None = None) -> PythonChoice:
+    """The Python to lock and run with, and why (see the module docstring). ``pins``: the
+    submission's exact pins (name, version)."""
+    if evidence:
+        best = evidence[0]
+        same = [e for e in evidence if e.kind == best.kind]
+        versions = sorted({e.version for e in same}, key=lambda v: tuple(map(int, v.split("."))))
+        if len(versions) > 1:  # several pins disagree: the oldest (code written for it runs there)
+            chosen = versions[0]
+            where = "; ".join(str(e) for e in same)
+            return PythonChoice(chosen, f"the submission's files disagree ({where}); took the oldest, {chosen}",
+                                tuple(evidence))
+        return PythonChoice(best.version, f"{best.location}: {best.text}", tuple(evidence))
+    candidates = [v for v, released in RELEASES if submitted is None or released <= submitted]
+    if not candidates:
+        candidates = [RELEASES[0][0]]
+    bound = f"released before the submission date {submitted}" if submitted else "no submission date"
+    if pins and wheel_check is not None:
+        scores: list[tuple[int, str, list[str]]] = []
+        for v in reversed(candidates):
+            missing = []
+            unknown = 0
+            for name, version in pins:
+                has = wheel_check(name, version, v)
+                if has is None:
+                    unknown += 1
+                elif not has:
+                    missing.append(f"{name}=={version}")
+            if unknown == len(pins):
+                break  # the index could not be asked: decide by date
+            if not missing:
+                return PythonChoice(v, f"no Python stated; the newest CPython {bound} with wheels for all "
+                                       f"{len(pins)} exact pins")
+            scores.append((len(missing), v, missing))
+        if scores:
+            _n, v, missing = min(scores, key=lambda s: s[0])  # newest first, so ties keep the newest
+            return PythonChoice(v, f"no Python stated; no CPython {bound} has wheels for every exact pin; "
+                                   f"{v} lacks the fewest ({', '.join(missing)})")
+    return PythonChoice(candidates[-1], f"no Python stated; the newest CPython {bound}")
+
+
+# ------------------------------------------------------------------------------------- benchmarks
+
+_RESULT = re.compile(r"^(?P<cat>[A-Za-z]+)-(?P<task>[A-Za-z]+)-(?P<prop>.+)-(?P<data>[^-]+)-(?P<split>test|train|val)-"
+                     r"(?P<metric>[a-z]+)\.csv\.zip$")
+
+
+def benchmarks_of(folder: Path) -> tuple[tuple[str, str], ...]:
+    """JARVIS-Leaderboard benchmarks a contribution answers, from its result files
+    (``AI-SinglePropertyPrediction-exfoliation_energy-dft_3d-test-mae.csv.zip`` ->
+    ``dft_3d_exfoliation_energy``): (benchmark, file), sorted."""
+    out: dict[str, str] = {}
+    try:
+        names = sorted(p.name for p in Path(folder).iterdir() if p.is_file())
+    except OSError:
+        return ()
+    for n in names:
+        m = _RESULT.match(n)
+        if m:
+            out.setdefault(f"{m.group('data')}_{m.group('prop')}", n)
+    return tuple(sorted(out.items()))
+
+
+# ------------------------------------------------------------------------------------------- GPU
+
+_GPU_WORDS = re.compile(r"\b(?:V100|A100|H100|P100|K80|T4|RTX|GTX|Tesla|CUDA|GPU)\b", re.I)
+
+
+def gpu_evidence(folder: Path, *, distributions: Iterable[str] = ()) -> tuple[str, str]:
+    """("optional", reason) when the submission shows it ran on a GPU (a CUDA-only distribution,
+    ``#SBATCH --gres=gpu``, a GPU named in metadata), else ("none", reason). Never "required":
+    whether the code has a CPU path is a reviewer's call."""
+    cuda_dists = sorted(d for d in distributions if d.startswith(("cupy", "pycuda", "nvidia-")) or
+                        d in ("tensorflow-gpu", "jax-cuda", "dgl-cu"))
+    if cuda_dists:
+        return "optional", f"CUDA-only distributions imported: {', '.join(cuda_dists)}"
+    root = Path(folder)
+    for p in sorted(root.glob("*")):
+        if p.suffix in (".sh", ".slurm", ".sbatch", ".job", ".pbs") or p.name in ("run", "job"):
+            for n, line in enumerate(_lines(p), 1):
+                if re.search(r"--gres=gpu|--gpus|#PBS .*ngpus|CUDA_VISIBLE_DEVICES", line):
+                    return "optional", f"{_rel(p, root)}:{n}: {line.strip()[:80]}"
+        if p.name in ("metadata.json", "info.json"):
+            try:
+                data = json.loads(p.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict):
+                for key in ("hardware_used", "hardware", "compute"):
+                    v = data.get(key)
+                    if isinstance(v, str) and _GPU_WORDS.search(v):
+                        return "optional", f"{p.name} {key}: {v.strip()[:80]}"
+    return "none", "no GPU evidence (CUDA-only packages, GPU job requests, GPU hardware in the metadata)"

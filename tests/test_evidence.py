@@ -1,0 +1,146 @@
+"""Issue 12: init decides Python, GPU, benchmarks and aliases from the submission's evidence,
+and writes each choice with its reason. Through ``pyrepro init`` (offline, or with a fake index)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pyrepro import evidence
+from pyrepro.cli import main
+from pyrepro.types import Location
+
+Write = Callable[..., Path]
+
+
+@pytest.fixture(autouse=True)
+def _cache(isolated_cache: Path) -> Path:
+    return isolated_cache
+
+
+def _init(folder: Path, models: Path, *extra: str, name: str = "sub") -> dict[str, Any]:
+    assert main(["init", str(folder), "--name", name, "--models-dir", str(models), *extra]) == 0
+    return tomllib.loads((models / name / "model.toml").read_text())
+
+
+def _nb(version: str) -> str:
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5,
+                       "metadata": {"language_info": {"name": "python", "version": version}},
+                       "cells": [{"cell_type": "code", "source": "import numpy\n", "metadata": {}, "outputs": []}]})
+
+
+@pytest.mark.parametrize(("files", "version", "where"), [
+    ({"environment.yml": "name: x\ndependencies:\n  - python=3.8\n  - numpy\n"}, "3.8", "environment.yml:3"),
+    ({"run.sh": "#!/bin/bash\nconda create -n m python=3.9 -y\npython run.py\n"}, "3.9", "run.sh:2"),
+    ({"nb.ipynb": _nb("3.7.12")}, "3.7", "nb.ipynb"),
+    ({"runtime.txt": "python-3.6.15\n"}, "3.6", "runtime.txt:1"),
+    ({"info.json": json.dumps({"requirements": {"python": "3.9", "pip": ["numpy==1.20.1"]}})}, "3.9", "info.json"),
+])
+def test_init__python_from_evidence__written_with_reason(write_files: Write, tmp_path: Path, files: dict[str, str],
+                                                         version: str, where: str) -> None:
+    root = write_files({"sub/run.py": "import numpy\n", **{f"sub/{k}": v for k, v in files.items()}})
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    assert doc["python"] == version
+    assert where in doc["python_reason"]
+
+
+def test_init__environment_yml_beats_notebook(write_files: Write, tmp_path: Path) -> None:
+    root = write_files({"sub/run.py": "import numpy\n", "sub/nb.ipynb": _nb("3.10.4"),
+                        "sub/environment.yml": "dependencies:\n  - python==3.8.5\n"})
+    assert _init(root / "sub", tmp_path / "models", "--offline")["python"] == "3.8"
+
+
+def test_init__no_evidence__date_bound_and_said_so(write_files: Write, tmp_path: Path) -> None:
+    root = write_files({"sub/run.py": "import numpy\n",
+                        "sub/metadata.json": json.dumps({"date_submitted": "03-15-2021", "software_used": "numpy"})})
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    assert doc["python"] == "3.9"  # 3.10 came out in October 2021
+    assert "no Python stated" in doc["python_reason"] and "2021-03-15" in doc["python_reason"]
+
+
+def test_init__no_evidence__newest_python_with_wheels_for_the_pins(write_files: Write, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # a fake index: scikit-learn 0.24.1 has wheels for cp36..cp39 only
+    listing = {"files": [{"filename": f"scikit_learn-0.24.1-cp3{m}-cp3{m}-manylinux2010_x86_64.whl"}
+                         for m in (6, 7, 8, 9)] + [{"filename": "scikit-learn-0.24.1.tar.gz"}]}
+    asked: list[str] = []
+
+    def fetch(url: str) -> bytes | None:
+        asked.append(url)
+        return json.dumps(listing).encode() if url.rstrip("/").endswith("scikit-learn") else None
+
+    monkeypatch.setattr("pyrepro.index._urllib_fetch", fetch)
+    root = write_files({"sub/run.py": "import sklearn\n", "sub/requirements.txt": "scikit-learn==0.24.1\n",
+                        "sub/metadata.json": json.dumps({"date_submitted": "2023-06-01"})})
+    doc = _init(root / "sub", tmp_path / "models")
+    assert doc["python"] == "3.9"
+    assert "wheels for all 1 exact pins" in doc["python_reason"]
+    assert asked
+
+
+def test_choose_python__disagreeing_pins__oldest_with_both_named() -> None:
+    ev = [evidence.Evidence("3.9", "pin", Location("environment.yml", 2), "python=3.9"),
+          evidence.Evidence("3.8", "pin", Location("run.sh", 3), "conda create python=3.8")]
+    choice = evidence.choose_python(ev)
+    assert choice.version == "3.8" and "environment.yml:2" in choice.reason and "run.sh:3" in choice.reason
+
+
+def test_init__python2_code__27_with_the_line(write_files: Write, tmp_path: Path) -> None:
+    root = write_files({"sub/old.py": "import urllib2\nprint 'x'\n"})
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    assert doc["python"] == "2.7" and "old.py" in doc["python_reason"]
+
+
+def test_init__benchmarks_and_gpu_from_files(write_files: Write, tmp_path: Path) -> None:
+    root = write_files({
+        "sub/run.py": "import numpy\n",
+        "sub/AI-SinglePropertyPrediction-exfoliation_energy-dft_3d-test-mae.csv.zip": b"PK",
+        "sub/AI-SinglePropertyPrediction-formation_energy_peratom-dft_3d-test-mae.csv.zip": b"PK",
+        "sub/job.slurm": "#!/bin/bash\n#SBATCH --gres=gpu:1\npython run.py\n",
+    })
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    assert doc["benchmarks"] == ["dft_3d_exfoliation_energy", "dft_3d_formation_energy_peratom"]
+    assert doc["gpu"] == "optional" and "job.slurm:2" in doc["gpu_reason"]
+
+
+def test_init__alias_clash__not_added_and_registry_still_loads(write_files: Write, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    models = tmp_path / "models"
+    root = write_files({"a/contrib/run.py": "import numpy\n", "b/contrib/run.py": "import scipy\n"})
+    first = _init(root / "a" / "contrib", models, "--offline", name="first")
+    assert first["aliases"] == ["contrib"]
+    second = _init(root / "b" / "contrib", models, "--offline", name="second")
+    assert second["aliases"] == []
+    assert "already used by model 'first'" in capsys.readouterr().err
+    from pyrepro.registry import (
+        load_registry,  # a clash would make loading (and every command) fail
+    )
+
+    assert sorted(load_registry(models).names()) == ["first", "second"]
+
+
+def test_init__declared_but_not_imported_kept_dev_tools_dropped_duplicates_merged(write_files: Write,
+                                                                                  tmp_path: Path) -> None:
+    root = write_files({
+        "sub/run.py": "import numpy\nos.system('train_folder.py --x 1')\n",
+        "sub/requirements.txt": "numpy==1.23.5\nnumpy==1.23.5\nalignn==2023.4.1\nblack==23.1.0\n",
+    })
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    deps = doc["dependencies"]
+    assert deps["scanned"] == ["numpy"]
+    assert "alignn" in deps["extra"] and "black" not in deps["extra"]
+    assert "black (code formatter)" in doc["notes"]
+    pins = [(p["name"], p["spec"]) for p in deps["pins"]]
+    assert pins.count(("numpy", "==1.23.5")) == 1 and ("alignn", "==2023.4.1") in pins
+
+
+def test_init__draft_pin__source_in_cache_by_tree_id(write_files: Write, tmp_path: Path,
+                                                     isolated_cache: Path) -> None:
+    root = write_files({"sub/run.py": "import numpy\n"})
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    assert (isolated_cache / "sources" / doc["source"]["tree"] / "run.py").is_file()

@@ -41,7 +41,6 @@ from pyrepro import proc, relax
 from pyrepro.errors import (
     ExternalToolError,
     InputError,
-    MissingToolError,
     NetworkError,
     NotFoundError,
     ResolutionError,
@@ -323,18 +322,11 @@ def check_lock(spec: ModelSpec) -> list[LockProblem]:
 # --------------------------------------------------------------------------- interpreters
 
 def find_python(version: str) -> Path:
-    """An interpreter for ``major.minor``: ``$PYENV_ROOT`` (or ~/.pyenv) versions, then PATH."""
-    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    if root.is_dir():
-        for cand in sorted(root.glob(f"{version}.*"), reverse=True):
-            exe = cand / "bin" / "python"
-            if exe.is_file():
-                return exe
-    found = proc.which(f"python{version}")
-    if found:
-        return Path(found)
-    raise MissingToolError(f"no Python {version} interpreter found (pyenv versions or python{version} on PATH)",
-                           hint=f"install it, e.g. 'pyenv install {version}'")
+    """An interpreter for ``major.minor``: the one search of ``pyrepro.interpreters`` (pyenv
+    versions newest patch first by number, so 3.10.13 before 3.10.9, then PATH), probed."""
+    from pyrepro.interpreters import find_python as find
+
+    return find(version)
 
 
 def pdm_command() -> list[str]:

@@ -1,0 +1,82 @@
+"""`pyrepro reproduce` over a corpus of real submissions: one row per folder, and totals.
+
+Usage: python bench/reproduce.py CONTRIBUTIONS_DIR [--corpus bench/corpus.toml] [--root DIR]
+                                 [--timeout MIN] [--only a,b] [--markdown OUT.md]
+
+Each folder runs as `pyrepro reproduce FOLDER --json` in a scratch project (``--root``, default a
+temporary folder with empty models/ and patches/) sharing the user's cache, so environments
+and downloads are reused between runs. A folder that exceeds --timeout minutes is recorded as
+such. Prints one row per folder: the stage reached, the lock category, seconds, and the reason
+it stopped; then how many reached a passing import check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("contributions", type=Path)
+    ap.add_argument("--corpus", type=Path, default=Path(__file__).with_name("corpus.toml"))
+    ap.add_argument("--root", type=Path, default=None)
+    ap.add_argument("--timeout", type=float, default=20.0)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--markdown", type=Path, default=None)
+    a = ap.parse_args()
+    corpus = tomllib.loads(a.corpus.read_text())
+    folders = [f for f in corpus["folders"] if not a.only or f in a.only.split(",")]
+    root = a.root or Path(tempfile.mkdtemp(prefix="pyrepro-corpus-"))
+    (root / "models").mkdir(parents=True, exist_ok=True)
+    (root / "patches").mkdir(exist_ok=True)
+    (root / "flake.nix").touch()
+    exe = Path(sys.executable).parent / "pyrepro"
+    pyrepro = str(exe) if exe.exists() else (shutil.which("pyrepro") or "pyrepro")
+    env = {**os.environ, "PYREPRO_ROOT": str(root)}
+    rows = []
+    t_all = time.perf_counter()
+    for name in folders:
+        folder = a.contributions / name
+        t = time.perf_counter()
+        try:
+            done = subprocess.run([pyrepro, "reproduce", str(folder), "--json"], capture_output=True, text=True,
+                                  env=env, timeout=a.timeout * 60, check=False)
+            rec = json.loads(done.stdout) if done.stdout.strip().startswith("{") else None
+            err = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+        except subprocess.TimeoutExpired:
+            rec, err = None, f"timed out after {a.timeout:.0f} min"
+        dt = time.perf_counter() - t
+        if rec is None:
+            rows.append([name, "-", "-", "-", f"{dt:.0f}", err[:150]])
+        else:
+            stop = rec["stopped_at"]
+            lock = next((s for s in rec["stages"] if s["stage"] == "lock"), {})
+            reached = stop or "imports ok"
+            reason = next((s["detail"] for s in rec["stages"] if s["stage"] == stop), "") if stop else \
+                next((s["detail"] for s in rec["stages"] if s["stage"] == "imports"), "")
+            rows.append([name, rec["python"]["version"], reached, str(lock.get("category") or "-"), f"{dt:.0f}",
+                         reason[:150]])
+        print(" | ".join(rows[-1]), flush=True)
+    total = time.perf_counter() - t_all
+    ok = sum(1 for r in rows if r[2] == "imports ok")
+    head = ["folder", "python", "stopped at", "lock cat", "seconds", "reason / modules imported"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows]
+    summary = f"{ok} of {len(rows)} reached a passing import check; total {total / 60:.1f} min"
+    print(summary)
+    if a.markdown:
+        a.markdown.write_text(f"Corpus: {corpus['repository']} @ {corpus['commit'][:12]}\n\n" + "\n".join(lines)
+                              + f"\n\n{summary}\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""CLI: ``pyrepro reproduce`` (thin layer over ``pyrepro.reproduce``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from pyrepro.cli._common import CliProgress, emit_json, table
+
+
+def register(app: typer.Typer) -> None:
+    """Add this group's commands to ``app``."""
+
+    @app.command("reproduce")
+    def reproduce_cmd(
+        folder: Path = typer.Argument(..., help="A submission folder (JARVIS-Leaderboard or MatBench style)"),
+        name: str = typer.Option(None, "--name", help="Model name (default: from the folder name)"),
+        python: str = typer.Option(None, "--python", help="Target Python (default: from the submission's evidence)"),
+        test: bool = typer.Option(False, "--test", help="Also run the model's test mode when a patch series gives one"),
+        offline: bool = typer.Option(False, "--offline", help="Do not ask the package index while deciding Python"),
+        force: bool = typer.Option(False, "--force", help="Rewrite models/<name>/ even if it describes another folder"),
+        mirror: Path = typer.Option(None, "--mirror", help="Pinned mirror holding the folder (for a real source pin)"),
+        timeout: float = typer.Option(15.0, "--timeout", help="Minutes per resolver attempt"),
+        as_json: bool = typer.Option(False, "--json", help="The record as JSON"),
+    ) -> None:
+        """init -> lock -> build -> import check (-> test run): a verified environment, no human step."""
+        from pyrepro import reproduce as rep
+        from pyrepro.paths import Paths
+
+        paths = Paths.discover()
+        result = rep.reproduce(folder, paths=paths, name=rep.check_name(name) if name else None, python=python,
+                               test=test, online=not offline, force=force, mirror=mirror, lock_timeout=timeout * 60,
+                               progress=CliProgress(enabled=not as_json))
+        if as_json:
+            emit_json(result.to_json())
+        else:
+            rows = [[s.name, s.status, f"{s.seconds:.1f}", (s.detail if s.category is None
+                                                            else f"[cat {s.category}] {s.detail}")[:110]]
+                    for s in result.stages]
+            typer.echo(table(rows, ["stage", "status", "seconds", "detail"]))
+            typer.echo(f"python {result.python}: {result.python_reason}")
+            for r in result.relaxed:
+                typer.echo(f"relaxed: {r}")
+            stop = result.stopped_at
+            if stop is not None:
+                typer.echo(f"stopped at {stop.name}; next step: {stop.next_step}")
+        if result.error is not None:
+            raise result.error

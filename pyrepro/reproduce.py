@@ -1,0 +1,256 @@
+"""``pyrepro reproduce DIR``: a submission folder in, a verified environment out, no human step.
+
+Stages, each also callable on its own (``init``, ``lock``, ``build``, ``check-imports``, ``run``):
+
+1. ``init``: scan the folder, decide Python/GPU/benchmarks from its evidence (each with its
+   reason), write ``models/<name>/`` (a folder outside a pinned mirror goes into the source cache
+   by tree id, so the later stages need no mirror);
+2. ``lock``: ``pdm lock`` as declared, then date-bounded, then error-guided relaxation, recorded;
+3. ``build``: the local backend's hash-checked environment from the lock, plus the staged source;
+4. ``imports``: every module the code imports unconditionally must import in that environment
+   (at least one, or the stage fails: an environment that imports nothing proves nothing);
+5. ``run`` (with ``test``): the model's test mode, when a reviewed patch series gives it one.
+
+The first stage that fails stops the rest; the result names the stage, its category (for the
+lock) and the one next step a person would take. ``Reproduction.to_json()`` is the ``--json``
+record; the same record is written to ``<cache>/reproduce/<name>.json``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyrepro import proc
+from pyrepro.errors import PyreproError, ResolutionError, UsageError, exit_code_for
+from pyrepro.paths import Paths
+from pyrepro.proc import Runner
+from pyrepro.progress import NULL_PROGRESS, Progress
+
+STAGES = ("init", "lock", "build", "imports", "run")
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    status: str  # ok | failed | skipped
+    seconds: float
+    detail: str
+    next_step: str = ""
+    category: int | None = None  # the lock category (1-4), for the lock stage
+
+    def to_json(self) -> dict[str, Any]:
+        return {"stage": self.name, "status": self.status, "seconds": round(self.seconds, 2), "detail": self.detail,
+                "next_step": self.next_step or None, "category": self.category}
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    name: str
+    folder: str
+    stages: tuple[Stage, ...]
+    python: str = ""
+    python_reason: str = ""
+    relaxed: tuple[str, ...] = ()
+    imports: tuple[tuple[str, str, str], ...] = ()
+    error: PyreproError | None = field(default=None, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return all(s.status != "failed" for s in self.stages)
+
+    @property
+    def stopped_at(self) -> Stage | None:
+        return next((s for s in self.stages if s.status == "failed"), None)
+
+    def to_json(self) -> dict[str, Any]:
+        stop = self.stopped_at
+        return {"name": self.name, "folder": self.folder, "ok": self.ok,
+                "python": {"version": self.python, "reason": self.python_reason},
+                "stages": [s.to_json() for s in self.stages],
+                "stopped_at": stop.name if stop else None,
+                "next_step": stop.next_step if stop else None,
+                "relaxed": list(self.relaxed),
+                "imports": [{"module": m, "status": st, "message": msg} for m, st, msg in self.imports],
+                "exit_code": exit_code_for(self.error) if self.error else 0,
+                "seconds": round(sum(s.seconds for s in self.stages), 2)}
+
+
+def default_name(folder: Path) -> str:
+    """A model name from a folder name: lower case, ``[a-z0-9_]``, starting with a letter."""
+    base = re.sub(r"[^a-z0-9_]+", "_", folder.resolve().name.lower()).strip("_") or "submission"
+    return base if base[0].isalpha() else f"m_{base}"
+
+
+def _next_step(exc: PyreproError, fallback: str) -> str:
+    return exc.hint or fallback
+
+
+def reproduce(folder: Path, *, paths: Paths, name: str | None = None, python: str | None = None,
+              test: bool = False, online: bool = True, force: bool = False, mirror: Path | None = None,
+              lock_timeout: float = 15 * 60, progress: Progress = NULL_PROGRESS, runner: Runner = proc.run,
+              clock: Callable[[], float] = time.monotonic) -> Reproduction:
+    """Run the stages above on ``folder``; never raises for a stage's failure (it is recorded)."""
+    from pyrepro import init as init_mod
+    from pyrepro.registry import parse_model
+
+    folder = Path(folder)
+    name = name or default_name(folder)
+    stages: list[Stage] = []
+    rec: dict[str, Any] = {"name": name, "folder": str(folder)}
+
+    def done(error: PyreproError | None = None) -> Reproduction:
+        # stages never reached are listed as skipped, so the table always has every stage
+        reached = {s.name for s in stages}
+        for st in STAGES:
+            if st not in reached:
+                stages.append(Stage(st, "skipped", 0.0, "not reached" if error else "not asked for"))
+        result = Reproduction(name=name, folder=str(folder), stages=tuple(stages), error=error,
+                              python=rec.get("python", ""), python_reason=rec.get("python_reason", ""),
+                              relaxed=tuple(rec.get("relaxed", ())), imports=tuple(rec.get("imports", ())))
+        _save(paths, result)
+        return result
+
+    # 1. init
+    t0 = clock()
+    progress.start(f"reproduce {name}: init")
+    target = paths.models / name
+    try:
+        existing = parse_model(target / "model.toml") if (target / "model.toml").is_file() else None
+        from pyrepro import sources
+
+        tree = sources.git_tree_id(folder) if folder.is_dir() else None
+        if existing is not None and not force and existing.source.tree == tree and \
+                (python is None or existing.python == python):
+            spec = existing
+            detail = f"models/{name} already describes this folder (tree {tree[:12] if tree else '?'}); kept"
+        else:
+            res = init_mod.init_model(folder, name=name, models_dir=paths.models, python=python,
+                                      force=force or (existing is not None and existing.source.tree == tree),
+                                      mirror=mirror, cache=paths.cache, online=online)
+            spec = parse_model(target / "model.toml")
+            detail = f"models/{name}: {len(spec.dependencies.scanned)} scanned, {len(spec.dependencies.extra)} extra " \
+                     f"requirements; {len(res.scan.guesses)} guesses left for review"
+        rec["python"], rec["python_reason"] = spec.python, spec.python_reason
+        stages.append(Stage("init", "ok", clock() - t0, detail))
+    except PyreproError as exc:
+        stages.append(Stage("init", "failed", clock() - t0, str(exc), _next_step(exc, "fix the folder and rerun")))
+        progress.finish(f"reproduce {name}: init failed")
+        return done(exc)
+
+    # 2. lock
+    t0 = clock()
+    progress.start(f"reproduce {name}: lock (Python {spec.python})")
+    if not spec.python.startswith("3."):
+        exc = ResolutionError(f"Python {spec.python} ({spec.python_reason}): pdm locks for Python 3 only",
+                              hint="port the code to Python 3 (a patch series), then rerun with --python 3.X")
+        stages.append(Stage("lock", "failed", clock() - t0, str(exc), exc.hint or "", category=4))
+        return done(exc)
+    try:
+        from pyrepro import lock
+
+        outcome = lock.lock_model(spec, paths, runner=runner, progress=progress, timeout=lock_timeout)
+        rec["relaxed"] = [f"{s.summary}: {s.reason}" for s in outcome.steps]
+        if not outcome.ok:
+            exc = ResolutionError(f"no lock (category {outcome.category}: {outcome.label}): {outcome.message}",
+                                  hint=f"read {outcome.record_path or 'lock.toml'}; add a reviewed pin or "
+                                       "[mapping] entry to model.toml, then rerun")
+            stages.append(Stage("lock", "failed", clock() - t0, str(exc), exc.hint or "", category=outcome.category))
+            return done(exc)
+        stages.append(Stage("lock", "ok", clock() - t0,
+                            f"category {outcome.category} ({outcome.label}), {outcome.packages} packages"
+                            + (f", {len(outcome.steps)} relaxation steps" if outcome.steps else ""),
+                            category=outcome.category))
+        spec = parse_model(target / "model.toml")  # the lock may have recorded reviewed overrides
+    except PyreproError as exc:
+        stages.append(Stage("lock", "failed", clock() - t0, str(exc), _next_step(exc, "see the lock record"),
+                            category=4))
+        return done(exc)
+
+    # 3. build
+    t0 = clock()
+    progress.start(f"reproduce {name}: build")
+    try:
+        from pyrepro.backends import local
+
+        built = local.build(spec, paths, mirror=mirror, runner=runner, progress=progress)
+        stages.append(Stage("build", "ok", clock() - t0, f"environment {built.env_key[:12]} (Python {built.python})"))
+    except PyreproError as exc:
+        stages.append(Stage("build", "failed", clock() - t0, str(exc),
+                            _next_step(exc, "read the build log; a reviewed pin in model.toml usually fixes it")))
+        return done(exc)
+
+    # 4. imports
+    t0 = clock()
+    progress.start(f"reproduce {name}: import check")
+    try:
+        from pyrepro import run as run_mod
+
+        modules = run_mod.scanned_modules(spec, built)
+        rows = run_mod.check_imports(spec, built, modules=modules) if modules else []
+        rec["imports"] = [tuple(r) for r in rows]
+        bad = [r for r in rows if r[1] != "ok"]
+        if not modules:
+            exc2: PyreproError = UsageError("the code imports no third-party module: the import check proves nothing",
+                                            hint="check the entry point in model.toml")
+            stages.append(Stage("imports", "failed", clock() - t0, str(exc2), exc2.hint or ""))
+            return done(exc2)
+        if bad:
+            from pyrepro.errors import BuildError
+
+            first = bad[0]
+            exc3 = BuildError(f"{len(bad)} of {len(rows)} modules fail to import: {first[0]}: {first[2][:200]}",
+                              hint="pin the failing distribution to a release of the submission's time in "
+                                   "model.toml ([[dependencies.pins]]), relock and rerun")
+            stages.append(Stage("imports", "failed", clock() - t0, str(exc3), exc3.hint or ""))
+            return done(exc3)
+        stages.append(Stage("imports", "ok", clock() - t0, f"{len(rows)} modules import: "
+                            + ", ".join(r[0] for r in rows[:8]) + (" ..." if len(rows) > 8 else "")))
+    except PyreproError as exc:
+        stages.append(Stage("imports", "failed", clock() - t0, str(exc), _next_step(exc, "see the import check")))
+        return done(exc)
+
+    # 5. run
+    if test:
+        t0 = clock()
+        series = sorted(paths.patch_dir(spec.name).glob("*.patch")) if paths.patch_dir(spec.name).is_dir() else []
+        if not series:
+            stages.append(Stage("run", "skipped", 0.0, "no reviewed patch series gives this submission a --test "
+                                "mode (patches/<name>/); the environment is verified, the run is not",
+                                "write a test-mode patch: pyrepro patch new " + spec.name))
+        else:
+            try:
+                from pyrepro import run as run_mod
+
+                record = run_mod.run_model(spec, paths, test=True, mirror=mirror, progress=progress)
+                status = "ok" if record.ok else "failed"
+                stages.append(Stage("run", status, clock() - t0, f"test run: {record.error or 'exit 0'}"))
+            except PyreproError as exc:
+                stages.append(Stage("run", "failed", clock() - t0, str(exc), _next_step(exc, "see the run logs")))
+                return done(exc)
+    progress.finish(f"reproduce {name}: done")
+    return done()
+
+
+def _save(paths: Paths, result: Reproduction) -> None:
+    import json
+
+    from pyrepro.fsutil import atomic_write_text
+
+    try:
+        atomic_write_text(paths.cache / "reproduce" / f"{result.name}.json",
+                          json.dumps(result.to_json(), indent=2) + "\n")
+    except OSError:
+        pass
+
+
+def check_name(name: str) -> str:
+    from pyrepro.registry import NAME_RE
+
+    if not NAME_RE.match(name):
+        raise UsageError(f"--name {name!r}: use a lower-case attribute name such as 'my_model'")
+    return name

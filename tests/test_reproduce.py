@@ -1,0 +1,102 @@
+"""Issue 12: ``pyrepro reproduce DIR``: every stage recorded, the first failure stops the rest
+with its stage, category and next step. Through the CLI and the orchestrator, in a scratch
+project (PYREPRO_ROOT) with an isolated cache."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pyrepro import lock, reproduce
+from pyrepro.cli import main
+from pyrepro.paths import Paths
+from pyrepro.proc import Completed
+from tests.fakes import FakeRunner
+
+Write = Callable[..., Path]
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / "models").mkdir(parents=True)
+    (root / "patches").mkdir()
+    (root / "flake.nix").write_text("{}\n")
+    monkeypatch.setenv("PYREPRO_ROOT", str(root))
+    return root
+
+
+def _json(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    out: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return out
+
+
+def test_reproduce_cli__python2_submission__stops_at_lock_with_next_step(
+        project: Path, write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_files({"old_model/run.py": "import urllib2\nimport numpy\nprint 'done'\n"})
+    code = main(["reproduce", str(root / "old_model"), "--json", "--offline"])
+    rec = _json(capsys)
+    assert code == rec["exit_code"] == 9
+    assert rec["python"]["version"] == "2.7" and "run.py" in rec["python"]["reason"]
+    assert [(s["stage"], s["status"]) for s in rec["stages"]] == [
+        ("init", "ok"), ("lock", "failed"), ("build", "skipped"), ("imports", "skipped"), ("run", "skipped")]
+    assert rec["stopped_at"] == "lock" and "port the code to Python 3" in rec["next_step"]
+    assert not (project / "models" / "old_model" / "pdm.lock").exists()
+    saved = json.loads((Path(str(project)).parent / "cache" / "reproduce" / "old_model.json").read_text())
+    assert saved["stopped_at"] == "lock"
+
+
+def test_reproduce__unresolvable__category_4_with_resolver_message(project: Path, write_files: Write,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    root = write_files({"sub/run.py": "import numpy\n", "sub/requirements.txt": "numpy==0.0.1\n"})
+    monkeypatch.setattr(lock, "find_python", lambda v: Path("/usr/bin/python3"))
+
+    def pdm(argv: tuple[str, ...], cwd: Path | None, env: Any) -> Completed:
+        return Completed(argv, 1, "", "[ResolutionImpossible]: Unable to find a resolution for numpy\n"
+                                      "  numpy==0.0.1 (from project)\n")
+
+    runner = FakeRunner()
+    runner.on(lock.pdm_command(), pdm)
+    runner.on([lock.sys.executable, "-c"], "")
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=False,
+                              runner=runner)
+    lock_stage = next(s for s in res.stages if s.name == "lock")
+    assert lock_stage.status == "failed" and lock_stage.category == 4
+    assert res.stopped_at is lock_stage and "numpy" in lock_stage.detail
+    assert lock_stage.next_step and "model.toml" in lock_stage.next_step
+    assert [s.status for s in res.stages[2:]] == ["skipped", "skipped", "skipped"]
+
+
+def test_reproduce__rerun_same_folder__keeps_model_other_folder_same_name_refused(
+        project: Path, write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_files({"a/m/run.py": "import urllib2\n", "b/m/run.py": "import urllib2\nimport os\n"})
+    main(["reproduce", str(root / "a" / "m"), "--json", "--offline"])
+    first = _json(capsys)
+    main(["reproduce", str(root / "a" / "m"), "--json", "--offline"])
+    again = _json(capsys)
+    assert "kept" in again["stages"][0]["detail"] and first["stages"][0]["status"] == "ok"
+    code = main(["reproduce", str(root / "b" / "m"), "--json", "--offline"])
+    other = _json(capsys)
+    assert code == 2 and other["stopped_at"] == "init" and "--force" in other["next_step"]
+
+
+def test_default_name__any_folder__valid_model_name() -> None:
+    from pyrepro.registry import NAME_RE
+
+    for folder in ("10.1007s10450-018-9958-x.Lab02", "Si.tersoff", "ElemNet2_SC", "-x-"):
+        assert NAME_RE.match(reproduce.default_name(Path(folder))), folder
+
+
+@pytest.mark.integration
+def test_reproduce_cli__light_real_submission__imports_verified(project: Path, write_files: Write,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Real pdm lock and pip install from PyPI (network)."""
+    root = write_files({"light/run.py": "import six\nprint(six.PY3)\n", "light/requirements.txt": "six==1.16.0\n"})
+    assert main(["reproduce", str(root / "light"), "--json"]) == 0
+    rec = _json(capsys)
+    assert rec["ok"] and rec["stopped_at"] is None
+    assert [i["module"] for i in rec["imports"]] == ["six"] and rec["imports"][0]["status"] == "ok"

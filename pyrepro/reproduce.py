@@ -146,21 +146,22 @@ def reproduce(folder: Path, *, paths: Paths, name: str | None = None, python: st
     t0 = clock()
     progress.start(f"reproduce {name}: lock (Python {spec.python})")
     if not spec.python.startswith("3."):
-        exc = ResolutionError(f"Python {spec.python} ({spec.python_reason}): pdm locks for Python 3 only",
+        py2 = ResolutionError(f"Python {spec.python} ({spec.python_reason}): pdm locks for Python 3 only",
                               hint="port the code to Python 3 (a patch series), then rerun with --python 3.X")
-        stages.append(Stage("lock", "failed", clock() - t0, str(exc), exc.hint or "", category=4))
-        return done(exc)
+        stages.append(Stage("lock", "failed", clock() - t0, str(py2), py2.hint or "", category=4))
+        return done(py2)
     try:
         from pyrepro import lock
 
         outcome = lock.lock_model(spec, paths, runner=runner, progress=progress, timeout=lock_timeout)
         rec["relaxed"] = [f"{s.summary}: {s.reason}" for s in outcome.steps]
         if not outcome.ok:
-            exc = ResolutionError(f"no lock (category {outcome.category}: {outcome.label}): {outcome.message}",
-                                  hint=f"read {outcome.record_path or 'lock.toml'}; add a reviewed pin or "
-                                       "[mapping] entry to model.toml, then rerun")
-            stages.append(Stage("lock", "failed", clock() - t0, str(exc), exc.hint or "", category=outcome.category))
-            return done(exc)
+            unlocked = ResolutionError(f"no lock (category {outcome.category}: {outcome.label}): {outcome.message}",
+                                       hint=f"read {outcome.record_path or 'lock.toml'}; add a reviewed pin or "
+                                            "[mapping] entry to model.toml, then rerun")
+            stages.append(Stage("lock", "failed", clock() - t0, str(unlocked), unlocked.hint or "",
+                                category=outcome.category))
+            return done(unlocked)
         stages.append(Stage("lock", "ok", clock() - t0,
                             f"category {outcome.category} ({outcome.label}), {outcome.packages} packages"
                             + (f", {len(outcome.steps)} relaxation steps" if outcome.steps else ""),
@@ -237,15 +238,14 @@ def reproduce(folder: Path, *, paths: Paths, name: str | None = None, python: st
 
 
 def _save(paths: Paths, result: Reproduction) -> None:
+    import contextlib
     import json
 
     from pyrepro.fsutil import atomic_write_text
 
-    try:
+    with contextlib.suppress(OSError):  # the record is a convenience copy; the result is returned anyway
         atomic_write_text(paths.cache / "reproduce" / f"{result.name}.json",
                           json.dumps(result.to_json(), indent=2) + "\n")
-    except OSError:
-        pass
 
 
 def check_name(name: str) -> str:

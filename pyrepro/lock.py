@@ -348,10 +348,49 @@ class _Run:
     aarch64: str = ""
 
 
+# pdm inspects a target interpreter older than 3.10 with helper libraries it pip-installs into
+# <pdm cache>/.compat_libs; unconstrained, pip takes a `packaging` that itself needs 3.10
+# ("TypeError: unsupported operand type(s) for |"), so every 3.6-3.9 lock failed in seconds.
+PDM_COMPAT_CONSTRAINTS = "packaging<25  # the last releases that import on Python 3.8\n"
+
+
+def pdm_cache_dir() -> Path:
+    """pdm's cache, under pyrepro's (not ~/.cache/pdm, which reached 14 GB unseen)."""
+    from pyrepro.paths import cache_dir
+
+    return cache_dir() / "pdm"
+
+
+def _prepare_compat(cache: Path) -> Path:
+    """The constraints file for pdm's compat install, and a compat folder that an unconstrained
+    install broke (a `packaging` 25 or newer) removed so pdm installs it again."""
+    import shutil
+
+    compat = cache / ".compat_libs"
+    for info in compat.glob("packaging-*.dist-info"):
+        try:
+            major = int(info.name.split("-")[1].split(".")[0])
+        except (IndexError, ValueError):
+            continue
+        if major >= 25:
+            shutil.rmtree(compat, ignore_errors=True)
+            break
+    constraints = cache / "compat-constraints.txt"
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        if not constraints.is_file() or constraints.read_text() != PDM_COMPAT_CONSTRAINTS:
+            constraints.write_text(PDM_COMPAT_CONSTRAINTS)
+    except OSError:
+        pass
+    return constraints
+
+
 def _pdm_env(python_exe: Path | None) -> dict[str, str]:
     env = dict(os.environ)
+    cache = Path(env.get("PDM_CACHE_DIR") or pdm_cache_dir())
     env.update({"PDM_CHECK_UPDATE": "false", "PDM_USE_VENV": "false", "PDM_NON_INTERACTIVE": "1",
-                "PDM_IGNORE_SAVED_PYTHON": "1", "NO_COLOR": "1", "TERM": "dumb"})
+                "PDM_IGNORE_SAVED_PYTHON": "1", "NO_COLOR": "1", "TERM": "dumb", "PDM_CACHE_DIR": str(cache),
+                "PIP_CONSTRAINT": str(_prepare_compat(cache))})
     env.pop("PDM_PROJECT", None)
     env.pop("PDM_LOCKFILE", None)
     if python_exe is not None:

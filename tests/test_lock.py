@@ -384,3 +384,32 @@ def test_relax__contradictory_exact_pins__newest_existing_kept() -> None:
     # neither pinned version exists: the bound is dropped instead
     s2 = _step(msg, ("scikit-learn==0.0.1,==0.0.2",), {"scikit-learn": ("1.2.0",)})
     assert s2 is not None and s2.after == "scikit-learn"
+
+
+def test_pdm_env__old_target_python__constrained_compat_libs_in_pyrepro_cache(
+        isolated_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PDM_CACHE_DIR", raising=False)
+    broken = isolated_cache / "pdm" / ".compat_libs"
+    (broken / "packaging-26.4.dist-info").mkdir(parents=True)  # what an unconstrained install left behind
+    env = lock._pdm_env(Path("/usr/bin/python3.8"))
+    assert env["PDM_CACHE_DIR"] == str(isolated_cache / "pdm")
+    assert "packaging<25" in Path(env["PIP_CONSTRAINT"]).read_text()
+    assert not broken.exists()
+
+
+@pytest.mark.integration
+def test_lock_project__python_38_target__locks(tmp_path: Path, isolated_cache: Path) -> None:
+    """Real pdm against PyPI for a Python 3.8 target (it failed in seconds with a TypeError)."""
+    from pyrepro.errors import MissingToolError
+    from pyrepro.interpreters import find_python
+
+    try:
+        find_python("3.8")
+    except MissingToolError:
+        pytest.skip("no Python 3.8 interpreter here")
+    d = tmp_path / "p"
+    d.mkdir()
+    (d / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\nrequires-python = "==3.8.*"\n'
+                                      'dependencies = ["six==1.16.0"]\n[tool.pdm]\ndistribution = false\n')
+    out = lock.lock_request(lock.LockRequest("p", d, "3.8"), aarch64=False)
+    assert out.ok, out.message

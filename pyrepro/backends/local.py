@@ -188,7 +188,9 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
         runner([str(python), "-m", "venv", str(tmp)], check=True, timeout=600)
         progress.advance(label, 1, "venv")
         extra_pkgs = [_extra_source_dir(e.name, e.commit, paths) for e in spec.extra_sources if e.install == "package"]
-        env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+        # The lock decides every version: a host-wide pip constraint (a machine capping torch in
+        # /etc/xdg/pip) must not make a hash-checked install of the lock impossible.
+        env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1", "PIP_CONSTRAINT": os.devnull}
         # Two phases: every package with a wheel, then the sdist-only ones without build isolation,
         # so their setup.py sees the installed build-time imports (torch-scatter imports torch).
         wheels = [p for p in pkgs if not p.sdist_only]

@@ -62,6 +62,24 @@ def test_build_env__pip_fails__nothing_looks_complete(world: Paths) -> None:
     assert not envs.exists() or list(envs.iterdir()) == []
 
 
+def test_build_env__host_pip_constraint__never_applied_to_the_locked_install(world: Paths,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = load_registry(world.models).get("mini")
+    monkeypatch.setenv("PIP_CONSTRAINT", "/etc/some-host-cap.txt")
+    seen: list[dict[str, str]] = []
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        if "pip" in cmd:
+            seen.append(dict(kw.get("env") or {}))
+            raise ExternalToolError(list(cmd), 1, "stop here")
+        from pyrepro import proc
+        return proc.run(cmd, **kw)
+
+    with pytest.raises(ExternalToolError):
+        local.build_env(spec, world, runner=runner)
+    assert seen and seen[0]["PIP_CONSTRAINT"] == os.devnull
+
+
 def _zip(path: Path, rows: str, name: str = "p.csv") -> Path:
     with zipfile.ZipFile(path, "w") as z:
         z.writestr(name, rows)

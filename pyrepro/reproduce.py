@@ -86,6 +86,16 @@ def default_name(folder: Path) -> str:
     return base if base[0].isalpha() else f"m_{base}"
 
 
+def gist(text: str, limit: int = 600) -> str:
+    """A tool's failure, readable in a table: the first line and the error lines, without the
+    warning noise a pip or pdm run prints first."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("WARNING:")]
+    if len(lines) <= 1:
+        return text.strip()[:limit]
+    errors = [ln.strip() for ln in lines[1:] if re.search(r"\b(ERROR|Error|error|Unable|conflict|No matching)\b", ln)]
+    return " | ".join([lines[0].strip(), *errors[:4]])[:limit] if errors else " | ".join(ln.strip() for ln in lines[:3])[:limit]
+
+
 def _next_step(exc: PyreproError, fallback: str) -> str:
     return exc.hint or fallback
 
@@ -168,7 +178,7 @@ def reproduce(folder: Path, *, paths: Paths, name: str | None = None, python: st
                             category=outcome.category))
         spec = parse_model(target / "model.toml")  # the lock may have recorded reviewed overrides
     except PyreproError as exc:
-        stages.append(Stage("lock", "failed", clock() - t0, str(exc), _next_step(exc, "see the lock record"),
+        stages.append(Stage("lock", "failed", clock() - t0, gist(str(exc)), _next_step(exc, "see the lock record"),
                             category=4))
         return done(exc)
 
@@ -181,7 +191,7 @@ def reproduce(folder: Path, *, paths: Paths, name: str | None = None, python: st
         built = local.build(spec, paths, mirror=mirror, runner=runner, progress=progress)
         stages.append(Stage("build", "ok", clock() - t0, f"environment {built.env_key[:12]} (Python {built.python})"))
     except PyreproError as exc:
-        stages.append(Stage("build", "failed", clock() - t0, str(exc),
+        stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)),
                             _next_step(exc, "read the build log; a reviewed pin in model.toml usually fixes it")))
         return done(exc)
 

@@ -50,7 +50,8 @@ def main() -> None:
         try:
             done = subprocess.run([pyrepro, "reproduce", str(folder), "--json"], capture_output=True, text=True,
                                   env=env, timeout=a.timeout * 60, check=False)
-            rec = json.loads(done.stdout) if done.stdout.strip().startswith("{") else None
+            doc = json.loads(done.stdout) if done.stdout.strip().startswith("{") else None
+            rec = doc.get("result") if isinstance(doc, dict) else None  # the --json envelope (docs/json.md)
             err = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
         except subprocess.TimeoutExpired:
             rec, err = None, f"timed out after {a.timeout:.0f} min"

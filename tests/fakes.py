@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from pyrepro.errors import ExternalToolError
 from pyrepro.proc import Completed
@@ -41,3 +41,13 @@ class FakeRunner:
                     raise ExternalToolError(argv, done.returncode, done.stderr, done.stdout)
                 return done
         raise AssertionError(f"FakeRunner: unexpected command {argv}")
+
+
+def json_result(text: str) -> Any:
+    """The ``result`` of a ``--json`` envelope (docs/json.md), after checking its shape."""
+    import json
+
+    doc = json.loads(text)
+    assert isinstance(doc, dict) and set(doc) == {"ok", "result", "error"}, doc
+    assert isinstance(doc["ok"], bool) and (doc["error"] is None) == doc["ok"], doc
+    return doc["result"]

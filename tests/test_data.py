@@ -11,6 +11,7 @@ import pytest
 from pyrepro import data
 from pyrepro.cli import main
 from pyrepro.errors import NetworkError
+from tests.fakes import json_result
 
 
 def test_write_fixture__twice__same_bytes_and_digest(tmp_path: Path) -> None:
@@ -52,7 +53,7 @@ def test_write_fixture__formats__as_jarvis_and_the_leaderboard_read_them(tmp_pat
 
 def test_fixture_cli__json__reports_digest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["data", "fixture", "--out", str(tmp_path / "fx"), "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = json_result(capsys.readouterr().out)
     assert out["kind"] == "fixture" and out["digest"].startswith("sha256:")
 
 
@@ -200,7 +201,7 @@ def test_fetch_real__unknown_name__not_found_lists_known(tmp_path: Path) -> None
 
 def test_data_cli__list_json__datasets_and_benchmark_pins(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["data", "list", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = json_result(capsys.readouterr().out)
     names = [d["name"] for d in out["datasets"]]
     assert "cfid_3d" in names and all(set(d) >= {"file", "url", "figshare", "sha256"} for d in out["datasets"])
     assert {b["name"] for b in out["benchmarks"]} >= {"dft_3d_exfoliation_energy"}
@@ -225,7 +226,7 @@ def test_data_cli__fetch_json__reports_hash(tmp_path: Path, monkeypatch: pytest.
                                             capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(data, "_urllib_download", _fake_download(b"abc"))
     assert main(["data", "fetch", "ssub", "--out", str(tmp_path), "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = json_result(capsys.readouterr().out)
     assert out["sha256"] == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" and out["pinned"] is False
 
 

@@ -7,7 +7,6 @@ PyPI (the locked wheels); it skips cleanly without the mirror.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from pyrepro import data, verdict
 from pyrepro.cli import main
 from pyrepro.lock import check_lock
 from pyrepro.registry import load_registry
+from tests.fakes import json_result
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -31,7 +31,7 @@ def test_cfid__test_mode_on_fixture_data__executable(upstream: Path, tmp_path: P
     assert main(["patch", "check", "cfid", "--mirror", str(upstream)]) == 0
     capsys.readouterr()
     code = main(["run", "exfoliation", "--test", "--only", "cfid", "--mirror", str(upstream), "--json"])
-    records = json.loads(capsys.readouterr().out)
+    records = json_result(capsys.readouterr().out)
     assert code == 0, records
     (rec,) = records
     assert rec["model"] == "cfid" and rec["exit_code"] == 0
@@ -47,5 +47,5 @@ def test_cfid__test_mode_on_fixture_data__executable(upstream: Path, tmp_path: P
     assert not list(REPO.glob("AI-SinglePropertyPrediction*"))
     # a second build is a cache hit
     assert main(["build", "cfid", "--mirror", str(upstream), "--json"]) == 0
-    (b,) = json.loads(capsys.readouterr().out)
+    (b,) = json_result(capsys.readouterr().out)
     assert b["env_cached"] and b["src_cached"] and b["seconds"] < 2

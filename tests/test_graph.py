@@ -17,6 +17,7 @@ from pyrepro import graph as g
 from pyrepro import proc
 from pyrepro.errors import InputError, MissingToolError, NotFoundError
 from tests.conftest import have, nix_env
+from tests.fakes import json_result
 
 DATA = Path(__file__).parent / "data" / "graph"
 GOLDEN = Path(__file__).parent / "golden" / "graph"
@@ -284,7 +285,7 @@ def test_cli_graph__elemnet_lock__svg_with_tensorflow(tmp_path: Path, capsys: py
     assert svg.lstrip().startswith(("<?xml", "<svg")) and "tensorflow" in svg and "elemnet" in svg
     capsys.readouterr()
     assert main(["graph", "elemnet", "--highlight", "keras", "--json"]) == 0
-    j = json.loads(capsys.readouterr().out)
+    j = json_result(capsys.readouterr().out)
     assert ["elemnet", "tensorflow", "keras"] in j["highlight"]["paths"]
 
 
@@ -292,10 +293,10 @@ def test_cli_graph__two_target_models__diff_and_highlight(capsys: pytest.Capture
     from pyrepro.cli import main
 
     assert main(["graph", "--diff", "elemnet", "alignn", "--json"]) == 0
-    d = json.loads(capsys.readouterr().out)
+    d = json_result(capsys.readouterr().out)
     added = {row[0] if isinstance(row, list) else row["name"] for row in d["added"]}
     removed = {row[0] if isinstance(row, list) else row["name"] for row in d["removed"]}
     assert {"torch", "dgl", "alignn"} <= added and "tensorflow" in removed
     assert main(["graph", "alignn", "--highlight", "torch", "--format", "json"]) == 0
-    j = json.loads(capsys.readouterr().out)
+    j = json.loads(capsys.readouterr().out)  # a graph format, not the --json envelope
     assert j["highlight"]["paths"] and all(p[0] == "alignn" and p[-1] == "torch" for p in j["highlight"]["paths"])

@@ -14,7 +14,7 @@ from pyrepro import lock, relax
 from pyrepro.errors import NetworkError
 from pyrepro.proc import Completed
 from pyrepro.registry import load_registry
-from tests.fakes import FakeRunner
+from tests.fakes import FakeRunner, json_result
 
 MSG = Path(__file__).parent / "data" / "resolver_messages"
 REPO = Path(__file__).resolve().parent.parent
@@ -346,7 +346,6 @@ SCEN = Path(__file__).parent / "scenarios" / "lock"
 @pytest.mark.parametrize("folder", ["matbench_example", "free_text"])
 def test_cli_init_then_lock_project__matbench_style_folder__category_1_to_3_readable_log(
         folder: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import json
     import tomllib
 
     from pyrepro.cli import main
@@ -359,7 +358,7 @@ def test_cli_init_then_lock_project__matbench_style_folder__category_1_to_3_read
     assert code == 0, err
     assert "Traceback" not in out + err
     rec = tomllib.loads((models / "ex" / "lock.toml").read_text())
-    assert rec["category"] in (1, 2, 3) and json.loads(out)[0]["category"] == rec["category"]
+    assert rec["category"] in (1, 2, 3) and json_result(out)[0]["category"] == rec["category"]
     for step in rec["steps"]:  # every relaxation names its rule, the change and the error behind it
         assert step["rule"] and step["trigger"].strip() and step["reason"]
     assert main(["lock", "--check", "--project", str(models / "ex")]) == 0

@@ -8,7 +8,6 @@ per-model decisions recorded in the patch headers are there.
 from __future__ import annotations
 
 import io
-import json
 import tokenize
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 from pyrepro import patches, sources
 from pyrepro.cli import main
 from pyrepro.registry import load_registry
+from tests.fakes import json_result
 
 REPO = Path(__file__).resolve().parent.parent
 LIGHT = ("cfid", "cfid_chem", "matminer_lgbm", "matminer_rf", "matminer_xgboost", "elemnet", "cgcnn")
@@ -103,7 +103,7 @@ def test_patch_check__cli_all_json__every_series_ok(upstream: Path, tmp_path: Pa
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("PYREPRO_CACHE", str(tmp_path / "cache"))
     code = main(["patch", "check", "--all", "--strict", "--mirror", str(upstream), "--json"])
-    out = json.loads(capsys.readouterr().out)
+    out = json_result(capsys.readouterr().out)
     assert code == 0
     by_name = {r["model"]: r for r in out}
     assert set(LIGHT) <= set(by_name)

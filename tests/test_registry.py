@@ -11,6 +11,7 @@ import pytest
 from pyrepro.cli import main
 from pyrepro.errors import InputError, NotFoundError
 from pyrepro.registry import load_registry, parse_model
+from tests.fakes import json_result
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = Path(__file__).parent / "scenarios" / "models"
@@ -159,10 +160,10 @@ def test_parse_model__pin_without_reason__input_error(tmp_path: Path) -> None:
 
 def test_cli_models_and_show__json__registry_data(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["models", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json_result(capsys.readouterr().out)
     assert len(rows) == 15 and {"name": "elemnet", "gpu": "none"}.items() <= rows[4].items()
     assert main(["show", "ElemNet1", "--json"]) == 0
-    shown = json.loads(capsys.readouterr().out)
+    shown = json_result(capsys.readouterr().out)
     assert shown["name"] == "elemnet" and shown["entry"] == ["ipython", "run.py", "--"]
     assert "tensorflow==2.10.1" in shown["dependencies"]
     assert shown["source"]["tree"] == "fe03830a2841536196f0a97054198d22cf2b41be"

@@ -15,7 +15,7 @@ from pyrepro import lock, reproduce
 from pyrepro.cli import main
 from pyrepro.paths import Paths
 from pyrepro.proc import Completed
-from tests.fakes import FakeRunner
+from tests.fakes import FakeRunner, json_result
 
 Write = Callable[..., Path]
 
@@ -31,7 +31,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_cache: Pat
 
 
 def _json(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    out: dict[str, Any] = json.loads(capsys.readouterr().out)
+    out: dict[str, Any] = json_result(capsys.readouterr().out)
     return out
 
 

@@ -16,6 +16,7 @@ from pyrepro.errors import NotFoundError
 from pyrepro.resolve import Resolver
 from pyrepro.scan import metadata, notebook, scan_path, shell
 from pyrepro.scan import python as pysrc
+from tests.fakes import json_result
 
 SCENARIOS = Path(__file__).parent / "scenarios" / "scan"
 GOLDEN = Path(__file__).parent / "golden" / "scan"
@@ -50,7 +51,7 @@ def test_scan_path__scenario__matches_expected(name: str) -> None:
 
 def test_scan_cli__json__matches_golden(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["scan", str(SCENARIOS / "basic_jarvis" / "input"), "--json"]) == 0
-    got = json.loads(capsys.readouterr().out)
+    got = json_result(capsys.readouterr().out)
     want = json.loads((GOLDEN / "basic_jarvis.json").read_text())
     assert got == want
 
@@ -63,7 +64,7 @@ def test_scan_cli__missing_path__exit_4_no_traceback(capsys: pytest.CaptureFixtu
 
 def test_scan_cli__empty_folder__exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["scan", str(tmp_path), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["distributions"] == []
+    assert json_result(capsys.readouterr().out)["distributions"] == []
 
 
 def test_scan_path__missing__raises_not_found(tmp_path: Path) -> None:

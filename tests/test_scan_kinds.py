@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pyrepro.cli import main
+from tests.fakes import json_result
 
 Write = Callable[..., Path]
 
@@ -24,8 +25,8 @@ def _cache(isolated_cache: Path) -> Path:
 
 def scan_json(path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:
     assert main(["scan", str(path), "--json", *extra]) == 0
-    out: dict[str, Any] = json.loads(capsys.readouterr().out)
-    return out.get("result", out) if "ok" in out else out
+    out: dict[str, Any] = json_result(capsys.readouterr().out)
+    return out
 
 
 def _nb(*cells: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
 import typer
 
@@ -44,7 +45,13 @@ _register_all()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point. Returns (and exits with) the exit code from ``pyrepro.errors``."""
+    """Entry point. Returns (and exits with) the exit code from ``pyrepro.errors``. With
+    ``--json``, stdout carries exactly one envelope (docs/json.md), errors included."""
+    from pyrepro.cli._common import JSON_STATE, error_json, print_json
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    JSON_STATE.update(active="--json" in args, result=None, emitted=False)
+    failure: dict[str, Any] | None = None
     try:
         app(args=argv, standalone_mode=False)
         code = 0
@@ -55,21 +62,41 @@ def main(argv: list[str] | None = None) -> int:
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
         code = exit_code_for(exc)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        code = 130
+        failure = error_json(exc, code)
     except typer.Exit as exc:  # raised by commands to set an exit code
-        code = exc.exit_code
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
+        code = int(exc.exit_code)
     except Exception as exc:  # click's usage errors and friends (typer may vendor click as typer._click)
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()
             code = exc.exit_code
+            failure = {"code": code, "kind": "UsageError", "message": exc.format_message()
+                       if hasattr(exc, "format_message") else str(exc), "hint": "see --help", "location": None}
         elif type(exc).__name__ == "Abort":
             code = 130
         else:
+            JSON_STATE["active"] = False
             raise
+    except BaseException as exc:
+        code = _exit_of(exc)
+        if code == 130:
+            failure = {"code": 130, "kind": "Interrupted", "message": "interrupted", "hint": None, "location": None}
+    finally:
+        active = JSON_STATE["active"]
+        JSON_STATE["active"] = False
+    if active:
+        ok = code == 0
+        if failure is None and not ok:
+            failure = {"code": code, "kind": "Error", "message": f"exit code {code}", "hint": None, "location": None}
+        print_json({"ok": ok, "result": JSON_STATE["result"], "error": None if ok else failure})
     if argv is None:
         sys.exit(code)
     return code
+
+
+def _exit_of(exc: BaseException) -> int:
+    if isinstance(exc, KeyboardInterrupt):
+        print("interrupted", file=sys.stderr)
+        return 130
+    if isinstance(exc, SystemExit):
+        return exc.code if isinstance(exc.code, int) else 1
+    raise exc

@@ -8,12 +8,37 @@ from typing import Any
 
 import typer
 
+# Every command's --json output is one envelope (docs/json.md), printed by ``pyrepro.cli.main``
+# when the command ends, whether it succeeded or not:
+#   {"ok": true|false, "result": <the command's record or null>,
+#    "error": null | {"code", "kind", "message", "hint", "location": null | {"path", "line", "key"}}}
+JSON_STATE: dict[str, Any] = {"active": False, "result": None, "emitted": False}
+
 
 def emit_json(obj: Any) -> None:
-    """Print ``obj`` as stable JSON on stdout: indented for a person at a terminal, compact
-    (and written by the C encoder, several times faster on big results) for a pipe or file."""
+    """Hand ``obj`` to the envelope (see above); outside ``main`` (a library caller), print it."""
+    if JSON_STATE["active"]:
+        JSON_STATE["result"] = obj
+        JSON_STATE["emitted"] = True
+        return
+    print_json(obj)
+
+
+def print_json(obj: Any) -> None:
+    """Stable JSON on stdout: indented for a person at a terminal, compact (and written by the C
+    encoder, several times faster on big results) for a pipe or file."""
     indent = 2 if sys.stdout.isatty() else None
     typer.echo(json.dumps(obj, indent=indent, sort_keys=False, default=str))
+
+
+def error_json(exc: BaseException, code: int) -> dict[str, Any]:
+    path = getattr(exc, "path", None)
+    line = getattr(exc, "line", None)
+    key = getattr(exc, "key", None)
+    location = {"path": str(path), "line": line, "key": key} if path is not None else None
+    message = getattr(exc, "message", None) or str(exc)
+    return {"code": code, "kind": type(exc).__name__, "message": message, "hint": getattr(exc, "hint", None),
+            "location": location}
 
 
 def warn(msg: str) -> None:

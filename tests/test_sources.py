@@ -402,7 +402,7 @@ def test_obtain_benchmarks__committed_models_from_mirror__verified(upstream: Pat
 def test_source_fetch_cli__benchmarks__verified_files(upstream: Path, isolated_cache: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["source", "fetch", "elemnet", "--benchmarks", "--mirror", str(upstream), "--offline", "--json"]) == 0
-    out = _json_result(capsys.readouterr().out)
+    out = json_result(capsys.readouterr().out)
     assert out["kind"] == "benchmarks" and out["origin"] == "mirror"
     assert sorted(p.name for p in Path(out["path"]).iterdir()) == [
         "mag2d_chem_magnetic_moment.json.zip", "ssub_formula_energy.json.zip", "supercon_chem_Tc.json.zip"]

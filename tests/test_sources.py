@@ -13,6 +13,7 @@ import pytest
 from pyrepro import proc, sources
 from pyrepro.cli import main
 from pyrepro.errors import InputError, IntegrityError, NetworkError, NotFoundError
+from tests.fakes import json_result
 from pyrepro.registry import SourcePin, load_registry
 from tests.conftest import have, nix_env
 

@@ -13,9 +13,9 @@ import pytest
 from pyrepro import proc, sources
 from pyrepro.cli import main
 from pyrepro.errors import InputError, IntegrityError, NetworkError, NotFoundError
-from tests.fakes import json_result
 from pyrepro.registry import SourcePin, load_registry
 from tests.conftest import have, nix_env
+from tests.fakes import json_result
 
 REPO = Path(__file__).resolve().parent.parent
 needs_git = pytest.mark.skipif(not have("git"), reason="git is not installed")

@@ -163,6 +163,16 @@ def reproduce(folder: Path, *, paths: Paths, name: str | None = None, python: st
     try:
         from pyrepro import lock
 
+        record = lock.read_record(spec.dir) if not force else None
+        if record is not None and record.get("category") in (1, 2, 3) and not lock.check_lock(spec):
+            # the lock on disk matches this pyproject and has its record: reuse it
+            rec["relaxed"] = [f"{s.get('summary', '')}: {s.get('reason', '')}" for s in record.get("steps", [])
+                              if isinstance(s, dict)]
+            stages.append(Stage("lock", "ok", clock() - t0, f"category {record['category']} "
+                                f"({record.get('category_label', '')}), existing lock matches the pyproject; reused",
+                                category=int(record["category"])))
+            return _after_lock(spec, paths, stages, rec, done, mirror=mirror, runner=runner, progress=progress,
+                               test=test, clock=clock)
         outcome = lock.lock_model(spec, paths, runner=runner, progress=progress, timeout=lock_timeout)
         rec["relaxed"] = [f"{s.summary}: {s.reason}" for s in outcome.steps]
         if not outcome.ok:
@@ -182,6 +192,15 @@ def reproduce(folder: Path, *, paths: Paths, name: str | None = None, python: st
                             category=4))
         return done(exc)
 
+    return _after_lock(spec, paths, stages, rec, done, mirror=mirror, runner=runner, progress=progress,
+                       test=test, clock=clock)
+
+
+def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any],
+                done: Callable[..., Reproduction], *, mirror: Path | None, runner: Runner, progress: Progress,
+                test: bool, clock: Callable[[], float]) -> Reproduction:
+    """Stages 3-5 of ``reproduce``: build, imports, run."""
+    name = spec.name
     # 3. build
     t0 = clock()
     progress.start(f"reproduce {name}: build")

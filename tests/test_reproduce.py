@@ -100,3 +100,7 @@ def test_reproduce_cli__light_real_submission__imports_verified(project: Path, w
     rec = _json(capsys)
     assert rec["ok"] and rec["stopped_at"] is None
     assert [i["module"] for i in rec["imports"]] == ["six"] and rec["imports"][0]["status"] == "ok"
+    assert main(["reproduce", str(root / "light"), "--json"]) == 0  # again: model, lock and environment reused
+    again = _json(capsys)
+    lock_stage = next(s for s in again["stages"] if s["stage"] == "lock")
+    assert "reused" in lock_stage["detail"] and "kept" in again["stages"][0]["detail"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import StrEnum
 from typing import Any
 
 import typer
@@ -98,3 +99,34 @@ class CliProgress:
                 self._rich = None
         else:
             typer.echo(f"[done] {label} {detail}".rstrip(), err=True)
+
+
+# Options with a fixed set of values: typer lists them in --help and refuses others (exit 2).
+class Backend(StrEnum):
+    local = "local"
+    nix = "nix"
+
+
+class DataKind(StrEnum):
+    fixture = "fixture"
+    jarvis = "jarvis"
+
+
+class GraphSource(StrEnum):
+    auto = "auto"
+    nix = "nix"
+    lock = "lock"
+
+
+class GraphFormat(StrEnum):
+    svg = "svg"
+    png = "png"
+    pdf = "pdf"
+    dot = "dot"
+    json = "json"
+
+
+class LockStrategy(StrEnum):
+    as_declared = "as-declared"
+    date_bounded = "date-bounded"
+    relaxed = "relaxed"

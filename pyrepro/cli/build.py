@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from pyrepro.cli._common import CliProgress, emit_json, table
+from pyrepro.cli._common import Backend, CliProgress, DataKind, emit_json, table
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -21,11 +21,12 @@ def register(app: typer.Typer) -> None:
     @app.command("build")
     def build_cmd(
         names: list[str] = typer.Argument(..., help="Models to build"),
-        backend: str = typer.Option("local", "--backend", help="local | nix"),
+        backend_: Backend = typer.Option(Backend.local, "--backend", help="Where to build"),
         mirror: Path = typer.Option(None, "--mirror", help="Folder holding the pinned upstream repository"),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
     ) -> None:
         """Build models: a hash-checked environment from pdm.lock plus the patched source."""
+        backend = backend_.value
         from pyrepro.backends import local, nix
         from pyrepro.errors import UsageError
         from pyrepro.paths import Paths
@@ -99,8 +100,10 @@ def register(app: typer.Typer) -> None:
     def run_cmd(
         target: str = typer.Argument(..., help="A model, or a benchmark (e.g. exfoliation) to run every model serving it"),
         test: bool = typer.Option(False, "--test", help="Test mode: a cheap run (few epochs/estimators)"),
-        data: str = typer.Option("fixture", "--data", help="fixture (offline, proves executability) | jarvis (real data)"),
-        backend: str = typer.Option("local", "--backend", help="local (nix: build with 'pyrepro build --backend nix')"),
+        data_: DataKind = typer.Option(DataKind.fixture, "--data", help="fixture (offline, proves executability) or "
+                                       "jarvis (real data)"),
+        backend_: Backend = typer.Option(Backend.local, "--backend", help="local (nix: build with 'pyrepro build "
+                                         "--backend nix' and run with 'nix run .#<name>')"),
         only: list[str] = typer.Option(None, "--only", help="Run only these models (comma-separated)"),
         exclude: list[str] = typer.Option(None, "--exclude", help="Skip these models (comma-separated)"),
         benchmark: str = typer.Option(None, "--benchmark", help="Benchmark for a single model (default: its first)"),
@@ -110,6 +113,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
     ) -> None:
         """Run a model or every model of a benchmark, record provenance and give a verdict."""
+        backend, data = backend_.value, data_.value
         from pyrepro import run
         from pyrepro.errors import RunError, UsageError
         from pyrepro.paths import Paths

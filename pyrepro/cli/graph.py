@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from pyrepro.cli._common import emit_json, table, warn
+from pyrepro.cli._common import GraphFormat, GraphSource, emit_json, table, warn
 from pyrepro.errors import NotFoundError, UsageError
 from pyrepro.paths import Paths, cache_dir
 
@@ -15,8 +15,8 @@ def register(app: typer.Typer) -> None:
     @app.command("graph")
     def graph_cmd(
         name: str = typer.Argument(None, help="Model name, NAME@GIT-REV, or a path to a pdm.lock"),
-        source: str = typer.Option("auto", "--source", help="auto | nix | lock"),
-        fmt: str = typer.Option("svg", "--format", "-f", help="svg | png | pdf | dot | json"),
+        source_: GraphSource = typer.Option(GraphSource.auto, "--source", help="Where the closure comes from"),
+        fmt_: GraphFormat = typer.Option(GraphFormat.svg, "--format", "-f", help="Output format"),
         output: Path = typer.Option(None, "--output", "-o", help="Output file (default NAME.FORMAT)"),
         depth: int = typer.Option(None, "--depth", min=0, help="Show only this many levels"),
         reduced: bool = typer.Option(False, "--reduce", help="Transitive reduction"),
@@ -26,6 +26,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print JSON (graph or diff) on stdout"),
     ) -> None:
         """Render the dependency DAG of a model's closure (lock or Nix)."""
+        source, fmt = source_.value, fmt_.value
         from pyrepro import graph as g  # networkx: loaded only when a graph is drawn
 
         try:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from pyrepro.cli._common import CliProgress, emit_json, table
+from pyrepro.cli._common import CliProgress, LockStrategy, emit_json, table
 from pyrepro.errors import IntegrityError, ResolutionError, UsageError
 
 
@@ -19,9 +19,8 @@ def register(app: typer.Typer) -> None:
         all_: bool = typer.Option(False, "--all", help="Lock every model in the registry"),
         check: bool = typer.Option(False, "--check",
                                    help="Verify offline that each lock matches its pyproject and has hashes"),
-        strategy: str = typer.Option("as-declared", "--strategy",
-                                     help="First strategy to try: as-declared, date-bounded or relaxed "
-                                          "(later ones follow in that order)"),
+        strategy_: LockStrategy = typer.Option(LockStrategy.as_declared, "--strategy",
+                                               help="First strategy to try (later ones follow in that order)"),
         timeout: float = typer.Option(20.0, "--timeout", help="Minutes per resolver attempt"),
         aarch64: bool = typer.Option(True, "--aarch64/--no-aarch64",
                                      help="Also lock linux aarch64 where wheels allow"),
@@ -36,6 +35,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
     ) -> None:
         """Lock models with pdm: as declared, then date-bounded, then error-guided relaxation."""
+        strategy = strategy_.value
         import datetime as dt
 
         from pyrepro import lock

@@ -181,7 +181,7 @@ def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = N
     candidates = [v for v, released in RELEASES if submitted is None or released <= submitted]
     if not candidates:
         candidates = [RELEASES[0][0]]
-    bound = f"released before the submission date {submitted}" if submitted else "no submission date"
+    bound = f"released before the submission date {submitted}" if submitted else "pyrepro supports (no submission date)"
     if pins and wheel_check is not None:
         scores: list[tuple[int, str, list[str]]] = []
         for v in reversed(candidates):

@@ -350,7 +350,8 @@ def test_cli_init_then_lock_project__matbench_style_folder__category_1_to_3_read
 
     from pyrepro.cli import main
     models = tmp_path / "models"
-    assert main(["init", str(SCEN / folder), "--name", "ex", "--models-dir", str(models), "--offline"]) == 0
+    assert main(["init", str(SCEN / folder), "--name", "ex", "--models-dir", str(models), "--offline",
+                 "--python", "3.10"]) == 0
     capsys.readouterr()
     code = main(["lock", "--project", str(models / "ex"), "--python", "3.10", "--no-aarch64", "--timeout", "8",
                  "--json"])

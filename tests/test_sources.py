@@ -316,8 +316,8 @@ def test_source_verify_cli__missing_mirror__exit_4(tmp_path: Path) -> None:
 @pytest.mark.upstream
 def test_source_verify_cli__committed_models__exit_0(upstream: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["source", "verify", "--mirror", str(upstream), "--json"]) == 0
-    out = capsys.readouterr().out
-    assert out.count('"ok": true') == 15
+    rows = json_result(capsys.readouterr().out)
+    assert len(rows) == 15 and all(r["ok"] for r in rows)
 
 
 @pytest.mark.upstream

@@ -201,3 +201,20 @@ def test_select__exfoliation_only_exclude__subset() -> None:
     assert bench == "dft_3d_exfoliation_energy" and [s.name for s in specs] == ["cfid"]
     bench, specs = run.select(reg, "exfoliation")
     assert len(specs) == 14 and "elemnet" not in [s.name for s in specs]
+
+
+def test_build__pyproject_edited_without_relock__refused_exit_5(world: Paths, capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyrepro.cli import main
+
+    spec = load_registry(world.models).get("mini")
+    (spec.dir / "pyproject.toml").write_text('[project]\nname = "m"\nversion = "0"\nrequires-python = "==3.11.*"\n'
+                                             'dependencies = ["six", "requests"]\n')
+    lock_before = (spec.dir / "pdm.lock").read_bytes()
+    monkeypatch.setenv("PYREPRO_ROOT", str(world.root))
+    monkeypatch.setenv("PYREPRO_CACHE", str(world.cache))
+    assert main(["build", "mini"]) == 5
+    err = capsys.readouterr().err
+    assert "pdm.lock" in err and "stale" in err and "pyrepro lock mini" in err
+    assert (spec.dir / "pdm.lock").read_bytes() == lock_before
+    assert not (world.cache / "envs").exists() or not list((world.cache / "envs").iterdir())

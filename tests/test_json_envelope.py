@@ -80,3 +80,29 @@ def test_json__reproduce_failure__result_and_error_together(tmp_path: Path, monk
     code = main(["reproduce", str(sub), "--json", "--offline"])
     doc = check_envelope(capsys.readouterr().out, code)
     assert code == 9 and doc["result"]["stopped_at"] == "lock" and doc["error"]["kind"] == "ResolutionError"
+
+
+def test_main__unexpected_exception__internal_error_and_saved_traceback(monkeypatch: pytest.MonkeyPatch,
+                                                                          isolated_cache: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    import pyrepro.scan
+
+    def boom(*a: object, **k: object) -> None:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(pyrepro.scan, "scan_path", boom)
+    code = main(["scan", ".", "--json"])
+    out = capsys.readouterr()
+    assert code == 70 and "Traceback" not in out.err and "internal error: ZeroDivisionError: a bug" in out.err
+    doc = check_envelope(out.out, code)
+    assert doc["error"]["kind"] == "InternalError"
+    saved = list((isolated_cache / "crashes").glob("*.txt"))
+    assert len(saved) == 1 and "ZeroDivisionError" in saved[0].read_text()
+
+
+def test_main__unreadable_file__located_error_not_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "not-a-file.toml"
+    folder.mkdir()  # reading it raises IsADirectoryError (root reads anything else)
+    code = main(["scan", str(tmp_path), "--mapping", str(folder)])
+    err = capsys.readouterr().err
+    assert code == 3 and str(folder) in err and "Traceback" not in err

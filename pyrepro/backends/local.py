@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pyrepro import patches, proc, sources
 from pyrepro.backends import BuiltModel
-from pyrepro.errors import BuildError, InputError, NotFoundError, PyreproError
+from pyrepro.errors import BuildError, InputError, IntegrityError, NotFoundError, PyreproError
 from pyrepro.interpreters import find_python
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner
@@ -296,8 +296,22 @@ exec "{env_dir}/bin/{prog}" "{src}/{script}"{"".join(" " + json.dumps(a) for a i
     return path
 
 
+def check_lock_matches(spec: ModelSpec) -> None:
+    """Refuse a lock whose content hash disagrees with the model's pyproject.toml (edited without
+    relocking): the environment would not be what the pyproject says."""
+    from pyrepro import lock as lock_mod
+
+    if not (spec.dir / "pyproject.toml").is_file() or not (spec.dir / "pdm.lock").is_file():
+        return
+    for problem in lock_mod.check_lock_dir(spec.dir):
+        if problem.key == "metadata.content_hash" or "not valid TOML" in problem.message:
+            raise IntegrityError(f"{problem.path}: {problem.message}",
+                                 hint=f"relock with: pyrepro lock {spec.name} (or restore the pyproject.toml)")
+
+
 def build(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None, runner: Runner = proc.run,
           progress: Progress = NULL_PROGRESS) -> BuiltModel:
+    check_lock_matches(spec)
     t0 = time.monotonic()
     src, runtime, skey, src_hit = stage_source(spec, paths, mirror=mirror, runner=runner)
     env_dir, ekey, version, env_hit = build_env(spec, paths, runner=runner, progress=progress)

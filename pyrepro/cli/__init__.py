@@ -73,9 +73,21 @@ def main(argv: list[str] | None = None) -> int:
                        if hasattr(exc, "format_message") else str(exc), "hint": "see --help", "location": None}
         elif type(exc).__name__ == "Abort":
             code = 130
+        elif isinstance(exc, OSError) and exc.filename:
+            # a file the command could not read or write: located, never a traceback
+            where = exc.filename
+            print(f"error: {where}: {exc.strerror or exc}", file=sys.stderr)
+            code = INPUT_ERROR
+            failure = {"code": code, "kind": type(exc).__name__, "message": f"{where}: {exc.strerror or exc}",
+                       "hint": "check the path and its permissions", "location": {"path": str(where), "line": None,
+                                                                               "key": None}}
         else:
-            JSON_STATE["active"] = False
-            raise
+            code = INTERNAL_ERROR
+            saved = _save_traceback(exc)
+            print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+            print(f"the traceback is in {saved}; please report it with the command you ran", file=sys.stderr)
+            failure = {"code": code, "kind": "InternalError", "message": f"{type(exc).__name__}: {exc}",
+                       "hint": f"traceback saved in {saved}", "location": None}
     except BaseException as exc:
         code = _exit_of(exc)
         if code == 130:
@@ -91,6 +103,29 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         sys.exit(code)
     return code
+
+
+INPUT_ERROR = 3
+INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in pyrepro, never a bare traceback
+
+
+def _save_traceback(exc: BaseException) -> str:
+    """Write the traceback of an unexpected error to the cache; return where (or a note)."""
+    import datetime as dt
+    import os
+    import traceback
+
+    from pyrepro.paths import cache_dir
+
+    try:
+        folder = cache_dir() / "crashes"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%SZ')}-{os.getpid()}.txt"
+        path.write_text("pyrepro " + " ".join(sys.argv[1:]) + "\n\n" +
+                        "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        return str(path)
+    except OSError:
+        return "(not saved: the cache folder is not writable)"
 
 
 def _exit_of(exc: BaseException) -> int:

@@ -246,6 +246,15 @@ def render_markdown(rep: dict[str, Any]) -> str:
             "dream2nix there; the flake wiring is tested with a busybox stand-in), GPU runs (no accelerator), and runs "
             "on the real JARVIS datasets (`--data jarvis`, figshare unreachable), so no verdict compares predictions "
             "with the authors' submitted ones yet.",
+            "- Scanned distributions below are the required ones (docs/scan.md: optional and platform-guarded imports "
+            "and guesses are kept apart and never written as dependencies); the scanner's speed against FawltyDeps "
+            "is measured by `bench/scan.py` (README).",
+            "- New, uncurated submissions: `pyrepro reproduce DIR` takes a folder through init, lock, build and the "
+            "import check with no human step; what that reached on a corpus of third-party leaderboard submissions "
+            "is in docs/reproduce.md. It verifies that the environment builds and the code's imports import, not "
+            "that the model runs: a test-mode run still needs a reviewed patch series.",
+            "- The `--json` output of every command is one envelope (docs/json.md); unexpected errors exit 70 with a "
+            "saved traceback.",
             "", "## Per model", ""]
     for m in rep["models"]:
         out.append(f"### {m['name']} (upstream `{m['upstream']}`)")

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pyrepro import proc
-from pyrepro.errors import PyreproError, ResolutionError, UsageError, exit_code_for
+from pyrepro.errors import InputError, PyreproError, ResolutionError, UsageError, exit_code_for
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner
 from pyrepro.progress import NULL_PROGRESS, Progress
@@ -82,7 +82,10 @@ class Reproduction:
 
 def default_name(folder: Path) -> str:
     """A model name from a folder name: lower case, ``[a-z0-9_]``, starting with a letter."""
-    base = re.sub(r"[^a-z0-9_]+", "_", folder.resolve().name.lower()).strip("_") or "submission"
+    import unicodedata
+
+    plain = unicodedata.normalize("NFKD", folder.resolve().name).encode("ascii", "ignore").decode()
+    base = re.sub(r"[^a-z0-9_]+", "_", plain.lower()).strip("_") or "submission"
     return base if base[0].isalpha() else f"m_{base}"
 
 
@@ -139,6 +142,11 @@ def reproduce(folder: Path, *, paths: Paths, name: str | None = None, python: st
             spec = existing
             detail = f"models/{name} already describes this folder (tree {tree[:12] if tree else '?'}); kept"
         else:
+            from pyrepro.scan import scan_path
+
+            if folder.is_dir() and scan_path(folder).files == 0:
+                raise InputError("no Python code here (.py or .ipynb files): nothing to reproduce", path=folder,
+                                 hint="give the folder that holds the submission's code")
             res = init_mod.init_model(folder, name=name, models_dir=paths.models, python=python,
                                       force=force or (existing is not None and existing.source.tree == tree),
                                       mirror=mirror, cache=paths.cache, online=online)
@@ -225,8 +233,10 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
         rec["imports"] = [tuple(r) for r in rows]
         bad = [r for r in rows if r[1] != "ok"]
         if not modules:
-            exc2: PyreproError = UsageError("the code imports no third-party module: the import check proves nothing",
-                                            hint="check the entry point in model.toml")
+            exc2: PyreproError = InputError("the code imports no third-party module: the import check proves nothing",
+                                            path=spec.dir / "model.toml",
+                                            hint="check that the folder holds the model's code (.py or .ipynb) "
+                                                 "and the entry point in model.toml")
             stages.append(Stage("imports", "failed", clock() - t0, str(exc2), exc2.hint or ""))
             return done(exc2)
         if bad:

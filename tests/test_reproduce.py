@@ -104,3 +104,15 @@ def test_reproduce_cli__light_real_submission__imports_verified(project: Path, w
     again = _json(capsys)
     lock_stage = next(s for s in again["stages"] if s["stage"] == "lock")
     assert "reused" in lock_stage["detail"] and "kept" in again["stages"][0]["detail"]
+
+
+def test_reproduce_cli__folder_without_code__stops_at_init_exit_3(project: Path, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "émpty dir"
+    empty.mkdir()
+    (empty / "README.md").write_text("results only\n")
+    code = main(["reproduce", str(empty), "--json", "--offline"])
+    rec = _json(capsys)
+    assert code == 3 and rec["name"] == "empty_dir" and rec["stopped_at"] == "init"
+    assert "no Python code" in rec["stages"][0]["detail"]
+    assert not (project / "models" / "empty_dir").exists()

@@ -39,7 +39,8 @@ def register(app: typer.Typer) -> None:
                                                             else f"[cat {s.category}] {s.detail}")[:110]]
                     for s in result.stages]
             typer.echo(table(rows, ["stage", "status", "seconds", "detail"]))
-            typer.echo(f"python {result.python}: {result.python_reason}")
+            if result.python:
+                typer.echo(f"python {result.python}: {result.python_reason}")
             for r in result.relaxed:
                 typer.echo(f"relaxed: {r}")
             stop = result.stopped_at

@@ -405,16 +405,30 @@ def _lock_args(python: str, platform: str, exclude_newer: str | None) -> list[st
     return args
 
 
+# Failures that are about the machine or the network, not the requirements.
+TRANSIENT = re.compile(r"database is locked|Connection (?:reset|refused|aborted)|Temporary failure in name resolution"
+                       r"|Read timed out|RemoteDisconnected|ConnectTimeout|HTTP(?:Status)?Error:? 5\d\d|"
+                       r"Max retries exceeded|IncompleteRead|SSLError", re.I)
+TRANSIENT_RETRIES = 2
+TRANSIENT_PAUSE = 5.0
+
+
 def _run_pdm(workdir: Path, python: str, exclude_newer: str | None, *, runner: Runner,
              python_exe: Path | None, timeout: float, aarch64: bool) -> _Run:
     env = _pdm_env(python_exe)
     start = time.monotonic()
     cmd = [*pdm_command(), "lock", "-p", str(workdir), *_lock_args(python, PLATFORMS[0], exclude_newer)]
-    try:
-        done = runner(cmd, cwd=workdir, env=env, check=False, timeout=timeout)
-    except ExternalToolError as exc:  # the default runner's timeout
-        return _Run(False, exc.stderr or str(exc), time.monotonic() - start)
-    text = (done.stderr + "\n" + done.stdout).strip()
+    for retry in range(TRANSIENT_RETRIES + 1):
+        try:
+            done = runner(cmd, cwd=workdir, env=env, check=False, timeout=timeout)
+        except ExternalToolError as exc:  # the default runner's timeout
+            return _Run(False, exc.stderr or str(exc), time.monotonic() - start)
+        text = (done.stderr + "\n" + done.stdout).strip()
+        if done.returncode == 0 or not TRANSIENT.search(text) or retry == TRANSIENT_RETRIES:
+            break
+        # a locked cache database or a dropped connection says nothing about the requirements:
+        # the same attempt again, after a pause, and never a relaxation step
+        time.sleep(TRANSIENT_PAUSE * (retry + 1))
     lock_file = workdir / "pdm.lock"
     if done.returncode != 0 or not lock_file.is_file():
         return _Run(False, text or f"pdm lock exited with {done.returncode}", time.monotonic() - start)

@@ -135,6 +135,17 @@ def test_write_predictions__tuples__leaderboard_zip(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path / "new")) == [name + ".csv.zip"]
 
 
+def test_write_predictions__same_rows_later__byte_identical_archive(tmp_path: Path) -> None:
+    import time
+
+    rt = _runtime()
+    rows = [("JVASP-1", 1.5), ("JVASP-2", 2.0)]
+    a = Path(rt.write_predictions(str(tmp_path / "a"), "dft_3d_exfoliation_energy", rows)).read_bytes()
+    time.sleep(2.1)  # zip timestamps have 2 s resolution
+    b = Path(rt.write_predictions(str(tmp_path / "b"), "dft_3d_exfoliation_energy", rows)).read_bytes()
+    assert a == b
+
+
 def test_write_predictions__dataframe_like__uses_its_columns(tmp_path: Path) -> None:
     rt = _runtime()
 

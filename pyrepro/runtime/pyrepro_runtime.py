@@ -239,8 +239,12 @@ def write_predictions(output_dir, benchmark, rows, columns=("id", "prediction"))
     os.makedirs(output_dir, exist_ok=True)
     path = os.path.join(output_dir, name + ".csv.zip")
     tmp = path + ".tmp"
+    # a fixed timestamp and mode: equal predictions give byte-equal archives (and equal hashes)
+    info = zipfile.ZipInfo(name + ".csv", date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
-        z.writestr(name + ".csv", buf.getvalue())
+        z.writestr(info, buf.getvalue())
     os.replace(tmp, path)
     print(f"pyrepro: wrote {n} predictions to {path}")
     return path

@@ -182,7 +182,12 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
     # development tools are dropped with their reason; repeated declarations are merged.
     extra = list(deps["extra"])
     dropped = []
+    # JARVIS's metadata.json "software_used" is a free-text line ("quantum espresso", a boilerplate
+    # "jarvis-tools,numpy,scipy,torch,alignn"): it confirms what the code imports, never adds to it
+    requirement_files = {d.name for d in scan.declared if Path(d.path).name != "metadata.json"}
     for dname in scan.declared_names:
+        if dname not in requirement_files:
+            continue
         if dname in used or any(e.split(";")[0].strip() == dname for e in extra):
             continue
         why = dev_tool_reason(dname)

@@ -144,3 +144,10 @@ def test_init__draft_pin__source_in_cache_by_tree_id(write_files: Write, tmp_pat
     root = write_files({"sub/run.py": "import numpy\n"})
     doc = _init(root / "sub", tmp_path / "models", "--offline")
     assert (isolated_cache / "sources" / doc["source"]["tree"] / "run.py").is_file()
+
+
+def test_init__free_text_software_used__never_adds_names(write_files: Write, tmp_path: Path) -> None:
+    root = write_files({"sub/run.py": "import numpy\n",
+                        "sub/metadata.json": json.dumps({"software_used": "quantum espresso,numpy,torch"})})
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    assert doc["dependencies"]["scanned"] == ["numpy"] and doc["dependencies"]["extra"] == []

@@ -87,8 +87,9 @@ def test_init__example_contribution__draft_parses_and_generates(tmp_path: Path) 
     res = init_model(REPO / "examples" / "contribution", name="example", models_dir=tmp_path, online=False)
     spec = parse_model(tmp_path / "example" / "model.toml")
     assert spec.dependencies.scanned == ("jarvis-tools", "lightgbm", "matminer", "matplotlib", "numpy", "scikit-learn")
-    # torch: an optional import, but metadata.json declares it; scipy: declared, never imported (kept as declared)
-    assert spec.dependencies.extra == ("torch", "scipy")
+    # torch: an optional import that metadata.json names; scipy is named there too but never imported, and
+    # the free-text "software_used" line only confirms imports, it never adds a dependency
+    assert spec.dependencies.extra == ("torch",)
     assert spec.submitted is not None and spec.submitted.isoformat() == "2023-01-14"
     assert {p.name for p in res.written} == {"model.toml", "pyproject.toml", "default.nix"}
     assert any("draft" in w for w in res.warnings)

@@ -28,6 +28,17 @@ NIX_NOTE = ("written; unverified: nixpkgs and dream2nix cannot be fetched on the
             "so `nix build .#models.<name>` was never run (the flake wiring is tested with a busybox stand-in)")
 
 
+def _outcome(r: dict[str, Any]) -> str:
+    """A run's exit, time and verdict, saying what is unknown instead of printing None."""
+    code, secs = r.get("exit_code"), r.get("seconds")
+    tier = (r.get("verdict") or {}).get("tier")
+    if code is None:
+        head = "did not start (no exit code)"
+    else:
+        head = f"exit {code}" + (f" in {secs} s" if secs is not None else "")
+    return head + (f"; verdict {tier}" if tier else "; no verdict")
+
+
 def _read_json(p: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(p.read_text())
@@ -276,15 +287,13 @@ def render_markdown(rep: dict[str, Any]) -> str:
             out.append("- Patches: none yet; the entry does not have the uniform interface.")
         if m["run"]:
             r = m["run"]
-            out.append(f"- Test run ({r.get('data')} data, {r.get('benchmark')}): exit {r.get('exit_code')}, "
-                       f"{r.get('seconds')} s; verdict {(r.get('verdict') or {}).get('tier')}.")
+            out.append(f"- Test run ({r.get('data') or 'unknown'} data, {r.get('benchmark') or '?'}): {_outcome(r)}.")
             if r.get("error"):
                 out.append(f"  - error: {short_error(r['error'])}")
         else:
             out.append("- Test run: not run yet.")
         for b, r in sorted(m.get("other_runs", {}).items()):
-            line = (f"- Run ({r.get('data')} data, {b.split('/')[0]}): exit {r.get('exit_code')}, {r.get('seconds')} s; "
-                    f"verdict {(r.get('verdict') or {}).get('tier')}.")
+            line = f"- Run ({r.get('data') or 'unknown'} data, {b.split('/')[0]}): {_outcome(r)}."
             if r.get("error"):
                 line += f" {short_error(r['error'])}"
             out.append(line)

@@ -96,3 +96,11 @@ def test_short_error__pip_output__first_line_and_exception() -> None:
     assert report.short_error(text) == ("build failed: installing the sdist-only locked packages (a, b) of m failed "
                                         "(pip exit 1): … ModuleNotFoundError: No module named 'pkg_resources'")
     assert report.short_error("one line") == "one line"
+
+
+def test_outcome__missing_fields__no_none_on_the_page() -> None:
+    from pyrepro.report import _outcome
+
+    assert "None" not in _outcome({"exit_code": None, "seconds": None, "verdict": None})
+    assert _outcome({"exit_code": 0, "seconds": 3.9, "verdict": {"tier": "executable"}}) == \
+        "exit 0 in 3.9 s; verdict executable"

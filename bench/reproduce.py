@@ -57,7 +57,7 @@ def main() -> None:
             rec, err = None, f"timed out after {a.timeout:.0f} min"
         dt = time.perf_counter() - t
         if rec is None:
-            rows.append([name, "-", "-", "-", f"{dt:.0f}", err[:150]])
+            rows.append([name, "-", "-", "-", f"{dt:.0f}", " ".join(err.split())[:160]])
         else:
             stop = rec["stopped_at"]
             lock = next((s for s in rec["stages"] if s["stage"] == "lock"), {})
@@ -65,7 +65,7 @@ def main() -> None:
             reason = next((s["detail"] for s in rec["stages"] if s["stage"] == stop), "") if stop else \
                 next((s["detail"] for s in rec["stages"] if s["stage"] == "imports"), "")
             rows.append([name, rec["python"]["version"], reached, str(lock.get("category") or "-"), f"{dt:.0f}",
-                         reason[:150]])
+                         " ".join(reason.split())[:160]])
         print(" | ".join(rows[-1]), flush=True)
     total = time.perf_counter() - t_all
     ok = sum(1 for r in rows if r[2] == "imports ok")

@@ -92,10 +92,12 @@ def default_name(folder: Path) -> str:
 def gist(text: str, limit: int = 600) -> str:
     """A tool's failure, readable in a table: the first line and the error lines, without the
     warning noise a pip or pdm run prints first."""
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("WARNING:")]
+    noise = ("WARNING:", "INFO:", "See ", "⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏")
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith(noise)]
     if len(lines) <= 1:
         return text.strip()[:limit]
-    errors = [ln.strip() for ln in lines[1:] if re.search(r"\b(ERROR|Error|error|Unable|conflict|No matching)\b", ln)]
+    errors = [ln.strip() for ln in lines[1:]
+              if re.search(r"\b(ERROR|Error|error|Unable|conflict|No matching|NotFound|Impossible)", ln)]
     return " | ".join([lines[0].strip(), *errors[:4]])[:limit] if errors else " | ".join(ln.strip() for ln in lines[:3])[:limit]
 
 
@@ -187,7 +189,7 @@ def reproduce(folder: Path, *, paths: Paths, name: str | None = None, python: st
             unlocked = ResolutionError(f"no lock (category {outcome.category}: {outcome.label}): {outcome.message}",
                                        hint=f"read {outcome.record_path or 'lock.toml'}; add a reviewed pin or "
                                             "[mapping] entry to model.toml, then rerun")
-            stages.append(Stage("lock", "failed", clock() - t0, str(unlocked), unlocked.hint or "",
+            stages.append(Stage("lock", "failed", clock() - t0, gist(str(unlocked)), unlocked.hint or "",
                                 category=outcome.category))
             return done(unlocked)
         stages.append(Stage("lock", "ok", clock() - t0,

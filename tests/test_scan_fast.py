@@ -65,6 +65,8 @@ SNIPPETS += [
     "data = [\n1,\n2,\n]\nimport after_data\n",
     "match cmd:\n    case 'a':\n        import match_a\n",
     "try:\n    from . import sibling\nexcept ImportError:\n    import sibling\n",
+    "import os\n\x0cimport formfeed_mod\n",
+    "x = 1\r\nimport crlf_mod\r\n",
 ]
 
 

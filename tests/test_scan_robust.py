@@ -89,3 +89,16 @@ def test_scan_path__single_unreadable_kind_of_file__warning_not_silence(tmp_path
     assert res.distributions == () and "notes.txt: not a file the scanner reads" in str(res.warnings[0])
     (tmp_path / "run.py").write_text("import numpy\n")
     assert scan_path(tmp_path).warnings == ()  # inside a folder other files are skipped silently
+
+
+def test_scan_path__link_to_outside_the_folder__not_read(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.py"
+    outside.write_text("import secretpkg\n")
+    root = tmp_path / "c"
+    root.mkdir()
+    (root / "run.py").write_text("import numpy\n")
+    (root / "leak.py").symlink_to(outside)
+    (root / "inside.py").symlink_to(root / "run.py")  # a link inside the folder is read
+    res = scan_path(root, cache=False)
+    assert res.distributions == ("numpy",) and not res.guesses
+    assert any("outside the scanned folder" in str(w) and "leak.py" in str(w) for w in res.warnings)

@@ -496,11 +496,15 @@ def _extract_job(k: int) -> dict[str, Any]:
     return extract_bytes(*_FORKED_JOBS[k])
 
 
-def _read(src: SourceFile) -> tuple[bytes | None, Warning_ | None]:
+def _read(src: SourceFile, base: Path | None = None) -> tuple[bytes | None, Warning_ | None]:
     try:
         st = src.path.lstat()
         if stat.S_ISLNK(st.st_mode):
             st = src.path.stat()  # raises for dangling links and loops
+            if base is not None:
+                target = src.path.resolve()
+                if not target.is_relative_to(base):
+                    return None, Warning_(Location(src.rel), f"a link to {target}, outside the scanned folder; not read")
         if not stat.S_ISREG(st.st_mode):
             return None, None
         if st.st_size > MAX_BYTES and src.kind in ("python", "notebook"):
@@ -519,8 +523,9 @@ def extract(walked: Walked, *, cache: Path | None = None, jobs: int | None = Non
     leaderboard) with the fast reader, which finds the same imports."""
     facts: list[FileFacts | None] = []
     read: list[tuple[SourceFile, bytes]] = []
+    base = walked.base.resolve()
     for src in walked.files:
-        data, warn = _read(src)
+        data, warn = _read(src, base)
         if data is None:
             facts.append(FileFacts(src, warnings=(warn,) if warn else ()))
             continue

@@ -48,7 +48,7 @@ _ASSIGN_MAGIC_HINT = re.compile(r"=[ \t]*[!%]")  # files = !ls
 _CHUNK_TRIGGERS = ("import_module", "__import__", "get_ipython", "run_cell_magic", "run_line_magic")
 _STMT_TRIGGERS = ("system", "subprocess", "Popen", "popen", "getoutput", "sys.path", "addsitedir")
 _WORDS = tuple(dict.fromkeys((*_CHUNK_TRIGGERS, *_STMT_TRIGGERS, *CALL_TRIGGERS)))
-_IMPORT_PREFIX = re.compile(r"(?:^|[:;])[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?$", re.M)
+_IMPORT_PREFIX = re.compile(r"(?:^|[:;])[ \t\f]*(?:from[ \t]+[\w.]+[ \t]+)?$", re.M)
 _FROM_ONLY = re.compile(r"from[ \t]+[\w.]+")
 _HEADER = re.compile(r"(?:async[ \t]+)?(def|class|if|elif|else|try|except|finally|with|for|while|match|case)\b")
 _NEUTRAL = {"def", "class", "for", "while", "match", "case"}  # blocks that never change an import's kind
@@ -284,7 +284,7 @@ def _has_else(view: _Text, header: int) -> bool:
 
 def parse_fast(text: str) -> Parsed:
     """``parse_code``'s answer for one ``.py`` text (see the module docstring)."""
-    if "\0" in text or "\\\n" in text or "<>" in text or 'ur"' in text or "ur'" in text or \
+    if "\0" in text or "\\\n" in text or "\f" in text or "<>" in text or 'ur"' in text or "ur'" in text or \
             _THOROUGH_FIRST.match(text) or _THOROUGH_LINE.search(text) or _ASSIGN_MAGIC_HINT.search(text):
         return parse_code(text)
     try:
@@ -325,7 +325,7 @@ def _parse_fast(text: str) -> Parsed:
         if (before and (before.isalnum() or before in "_.")) or (after and (after.isalnum() or after == "_")):
             continue
         line_start = text.rfind("\n", 0, pos) + 1
-        prefix = text[line_start:pos].strip(" \t")
+        prefix = text[line_start:pos].strip(" \t\f")
         plain = not prefix or (prefix.startswith("from") and _FROM_ONLY.fullmatch(prefix) is not None)
         if not plain and not _IMPORT_PREFIX.search(text, line_start, pos):
             continue  # `import` in the middle of other code: not a statement
@@ -387,7 +387,8 @@ def _parse_fast(text: str) -> Parsed:
             continue
         run = [line]  # consecutive one-line imports at one indent (a block of imports) parse together
         while line not in calls and k < len(lines_in_order) and lines_in_order[k] == run[-1] + 1 and \
-                lines_in_order[k] not in calls and view.indent(lines_in_order[k]) == view.indent(line):
+                lines_in_order[k] not in calls and not covered(lines_in_order[k]) and \
+                view.indent(lines_in_order[k]) == view.indent(line):
             run.append(lines_in_order[k])
             k += 1
         chunk: ast.Module | None = None

@@ -47,5 +47,30 @@ def test_build_env__sdist_only_package__second_pip_phase_without_isolation(tmp_p
     assert not hit and (env_dir / local.COMPLETE).is_file()
     (wheel_args, wheel_req), (sdist_args, sdist_req) = pip_calls
     assert "--no-build-isolation" not in wheel_args and wheel_req.startswith("six==1.17.0 ")
-    assert "--no-build-isolation" in sdist_args and "--require-hashes" in sdist_args
+    # built as its authors would: PEP 517 isolation first (it worked here, so no second try)
+    assert "--no-build-isolation" not in sdist_args and "--require-hashes" in sdist_args
     assert sdist_req.startswith("torch-scatter==2.1.1 --hash=sha256:59b6fad2") and "six" not in sdist_req
+
+
+def test_build_env__sdist_fails_isolated__retried_without_isolation(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    shutil.copytree(SC / "models", root / "models")
+    lock = root / "models" / "mini" / "pdm.lock"
+    lock.write_text(lock.read_text() + SDIST_PKG)
+    paths = Paths(root=root, cache=tmp_path / "cache")
+    spec = load_registry(paths.models).get("mini")
+    pip_calls: list[list[str]] = []
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[1:4] == ["-m", "pip", "install"]:
+            pip_calls.append(argv[4:])
+            sdist = argv[-1].endswith("requirements-sdist.txt")
+            if sdist and "--no-build-isolation" not in argv:  # setup.py imports torch, never declared
+                return Completed(tuple(argv), 1, "", "ModuleNotFoundError: No module named 'torch'\n")
+            return Completed(tuple(argv), 0, "", "")
+        return proc.run(cmd, **kw)
+
+    env_dir, _key, _version, _hit = local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
+    assert (env_dir / local.COMPLETE).is_file()
+    assert ["--no-build-isolation" in c for c in pip_calls] == [False, False, True]

@@ -191,23 +191,32 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
         # The lock decides every version: a host-wide pip constraint (a machine capping torch in
         # /etc/xdg/pip) must not make a hash-checked install of the lock impossible.
         env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1", "PIP_CONSTRAINT": os.devnull}
-        # Two phases: every package with a wheel, then the sdist-only ones without build isolation,
-        # so their setup.py sees the installed build-time imports (torch-scatter imports torch).
+        # Two phases: every package with a wheel, then the sdist-only ones. A sdist is built as its
+        # authors would (PEP 517 build isolation: its declared build requirements in a fresh build
+        # environment); when that fails, again without isolation, so a setup.py that imports an
+        # installed package it never declared (torch-scatter imports torch) still builds.
         wheels = [p for p in pkgs if not p.sdist_only]
         sdists = [p for p in pkgs if p.sdist_only]
-        for phase, group, flags in (("requirements.txt", wheels, []),
-                                    ("requirements-sdist.txt", sdists, ["--no-build-isolation"])):
+        for phase, group, tries in (("requirements.txt", wheels, ([],)),
+                                    ("requirements-sdist.txt", sdists, ([], ["--no-build-isolation"]))):
             if not group:
                 continue
             req = tmp / phase
             req.write_text(requirements_text(group), encoding="utf-8")
-            res = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps",
-                          "--progress-bar=off", *flags, "-r", str(req)], env=env, check=False, timeout=7200)
-            if res.returncode != 0:
-                what = "the locked packages" if not flags else "the sdist-only locked packages (" + \
+            failures = []
+            for flags in tries:
+                res = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps",
+                              "--progress-bar=off", *flags, "-r", str(req)], env=env, check=False, timeout=7200)
+                if res.returncode == 0:
+                    break
+                mode = "without build isolation" if flags else ("with build isolation" if len(tries) > 1 else "")
+                failures.append(f"pip exit {res.returncode}{' ' + mode if mode else ''}:\n"
+                                + "\n".join((res.stderr or res.stdout).strip().splitlines()[-25:]))
+            else:
+                what = "the locked packages" if len(tries) == 1 else "the sdist-only locked packages (" + \
                     ", ".join(p.name for p in group) + ")"
-                raise BuildError(f"installing {what} of {spec.name} failed (pip exit {res.returncode}):\n"
-                                 + "\n".join((res.stderr or res.stdout).strip().splitlines()[-25:]),
+                raise BuildError(f"installing {what} of {spec.name} failed: "
+                                 + "; then ".join(failures),
                                  hint="see the pip output above; a sdist that needs a compiler or a package "
                                       "without a wheel for this Python are the usual causes")
         progress.advance(label, len(pkgs), "installed")

@@ -63,6 +63,7 @@ class RunRecord:
     verdict: verdict.Verdict | None = None
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    cause: PyreproError | None = field(default=None, compare=False)  # the error that stopped it, with its hint
 
     @property
     def ok(self) -> bool:
@@ -386,7 +387,7 @@ def run_many(specs: Sequence[ModelSpec], paths: Paths, *, benchmark: str | None,
             out.append(run_model(s, paths, benchmark=benchmark or None, **kw))
         except PyreproError as exc:
             out.append(RunRecord(s.name, benchmark or s.default_benchmark, bool(kw.get("test")), Path(),
-                                 {"model": s.name, "error": str(exc)}, None, str(exc)))
+                                 {"model": s.name, "error": str(exc), "hint": exc.hint}, None, str(exc), cause=exc))
         except Exception as exc:  # a bug met by one model must not stop the others; it is reported as one
             msg = f"internal error ({type(exc).__name__}: {exc}); please report it"
             out.append(RunRecord(s.name, benchmark or s.default_benchmark, bool(kw.get("test")), Path(),

@@ -218,3 +218,16 @@ def test_build__pyproject_edited_without_relock__refused_exit_5(world: Paths, ca
     assert "pdm.lock" in err and "stale" in err and "pyrepro lock mini" in err
     assert (spec.dir / "pdm.lock").read_bytes() == lock_before
     assert not (world.cache / "envs").exists() or not list((world.cache / "envs").iterdir())
+
+
+def test_run_cli__one_model_integrity_error__exit_5_with_hint(world: Paths, capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyrepro.cli import main
+
+    spec = load_registry(world.models).get("mini")
+    (spec.dir / "pyproject.toml").write_text('[project]\nname = "m"\nversion = "0"\nrequires-python = "==3.11.*"\n'
+                                             'dependencies = ["six", "requests"]\n')
+    monkeypatch.setenv("PYREPRO_ROOT", str(world.root))
+    monkeypatch.setenv("PYREPRO_CACHE", str(world.cache))
+    assert main(["run", "mini", "--test"]) == 5  # not 12: the build refused a stale lock
+    assert "hint: relock with: pyrepro lock mini" in capsys.readouterr().err

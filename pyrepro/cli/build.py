@@ -144,6 +144,11 @@ def register(app: typer.Typer) -> None:
             if records and records[0].data.get("data", {}).get("kind") == "fixture":
                 typer.echo("data: pyrepro fixture (offline); it proves executability, never a numerical result")
         failed = [r.model for r in records if not r.ok]
+        if len(records) == 1 and records[0].cause is not None:
+            raise records[0].cause  # one model: its own error, exit code and hint (integrity 5, patch 10, ...)
+        for r in records:
+            if r.cause is not None and r.cause.hint:
+                typer.echo(f"{r.model}: hint: {r.cause.hint}", err=True)
         if failed:
             raise RunError(f"{len(failed)} of {len(records)} runs did not pass: {', '.join(failed)}")
 

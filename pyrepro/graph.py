@@ -46,6 +46,7 @@ class Node:
     version: str
     size: int | None = None  # NAR size in bytes (nix source)
     path: str | None = None  # store path (nix source)
+    marks: frozenset[str] = frozenset()  # imported | pinned | added | native (see MARKS)
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,9 @@ def graph_from_lock_text(text: str, *, python: str, platform: str = "linux-x86_6
             raise InputError("package entry without name/version", path=origin, key=f"package[{i}]")
         key = canonicalize_name(name)
         if key not in g:
-            g.add_node(key, node=Node(key, name, version))
+            files = [f.get("file", "") for f in pkg.get("files", []) if isinstance(f, dict)]
+            native = any(f.endswith(".whl") and not f.endswith("-none-any.whl") for f in files)
+            g.add_node(key, node=Node(key, name, version, marks=frozenset({"native"}) if native else frozenset()))
         # pdm writes one entry per extras combination; merge their dependency lists
         for dep in pkg.get("dependencies", []):
             try:
@@ -396,7 +399,7 @@ def closure_sizes(dg: DepGraph) -> dict[str, int]:
 def to_json(dg: DepGraph, *, top: int = 10, hl: Highlight | None = None) -> dict[str, Any]:
     """The ``--json`` contract: nodes, edges, depth, counts, largest contributors."""
     d = depths(dg)
-    sizes = closure_sizes(dg)
+    sizes = dg.graph.graph.get("closure_sizes") or closure_sizes(dg)  # a summary keeps the full closure's
     have_sizes = any(dg.node(n).size for n in dg.graph)
     nodes = []
     for key in sorted(dg.graph, key=lambda k: (d.get(k, 10**9), dg.node(k).name, k)):
@@ -489,12 +492,15 @@ def to_dot(dg: DepGraph, hl: Highlight | None = None) -> str:
     import graphviz
 
     d = depths(dg)
-    sizes = closure_sizes(dg)
+    sizes = dg.graph.graph.get("closure_sizes") or closure_sizes(dg)  # a summary keeps the full closure's
     have_sizes = any(dg.node(n).size for n in dg.graph)
     biggest = max((v for k, v in sizes.items() if k != dg.root), default=0) or 1
+    summary = any("summary" in dg.node(k).marks for k in dg.graph)
     dot = graphviz.Digraph(name="closure", comment=f"{dg.title} ({dg.source})")
-    dot.attr(rankdir="TB", ranksep="0.6", nodesep="0.25", label=f"{dg.title} — {dg.source} closure",
-             labelloc="t", fontname="Helvetica")
+    title = f"{dg.title} — {dg.source} closure" + (" (direct dependencies; --full for every package)"
+                                                   if summary else "")
+    dot.attr(rankdir="LR" if summary else "TB", ranksep="0.6", nodesep="0.25", label=title,
+             labelloc="t", fontname="Helvetica", fontsize="14")
     dot.attr("node", shape="box", style="rounded,filled", fontname="Helvetica", fontsize="10")
     dot.attr("edge", color="#777777", arrowsize="0.6")
     ids = {k: f"n{i}" for i, k in enumerate(sorted(dg.graph, key=lambda k: (d.get(k, 10**9), k)))}
@@ -511,6 +517,10 @@ def to_dot(dg: DepGraph, hl: Highlight | None = None) -> str:
                     label += f"\n{human_size(sizes[k])}"
                 shade = _PALETTE[min(len(_PALETTE) - 1, int(len(_PALETTE) * sizes[k] / (biggest + 1)))]
                 attrs = {"fillcolor": "#ffe9a8" if k == dg.root else shade}
+                for m in sorted(n.marks & set(MARKS)):
+                    attrs.update(MARKS[m][1])
+                if "summary" in n.marks:
+                    attrs.update(shape="plaintext", style="", fillcolor="")
                 if hl is not None and k in hl.nodes:
                     attrs.update(color="#d62728", penwidth="2")
                 sub.node(ids[k], label=label, tooltip=k, **attrs)
@@ -519,6 +529,15 @@ def to_dot(dg: DepGraph, hl: Highlight | None = None) -> str:
         if hl is not None and (u, v) in hl.edges:
             attrs = {"color": "#d62728", "penwidth": "2"}
         dot.edge(ids[u], ids[v], **attrs)
+    present = sorted({m for k in dg.graph for m in dg.node(k).marks} & set(MARKS))
+    with dot.subgraph(name="cluster_legend") as leg:
+        leg.attr(label="legend", fontsize="11", style="rounded", color="#999999")
+        leg.node("legend_fill", label="fill: darker = bigger closure", shape="box", style="rounded,filled",
+                 fillcolor=_PALETTE[len(_PALETTE) // 2], fontsize="9")
+        for m in present or list(MARKS):
+            text, attrs = MARKS[m]
+            leg.node(f"legend_{m}", label=f"{m}: {text}", shape="box", fontsize="9",
+                     **{"style": "rounded", **attrs})
     return str(dot.source)
 
 
@@ -652,8 +671,63 @@ def load_graph(ref: str, *, root: Path | None, cache: Path, source: str = "auto"
     if chosen == "nix":
         assert out is not None
         return graph_from_nix(out, runner=runner, title=spec.name)
-    return graph_from_lock(spec.dir / "pdm.lock", python=spec.python, title=spec.name,
-                           pyproject=spec.dir / "pyproject.toml")
+    return mark_model(graph_from_lock(spec.dir / "pdm.lock", python=spec.python, title=spec.name,
+                                      pyproject=spec.dir / "pyproject.toml"), spec)
+
+
+# What the node marks mean (the legend of every rendered graph).
+MARKS = {
+    "imported": ("the code imports it (scanned)", {"penwidth": "2.5", "color": "#1f4e9c"}),
+    "pinned": ("a reviewer pinned its version (model.toml)", {"peripheries": "2"}),
+    "added": ("added by review or pyrepro, not imported (dependencies.extra)", {"style": "rounded,filled,dashed"}),
+    "native": ("ships compiled code (platform wheels)", {"fontcolor": "#8b0000"}),
+}
+
+
+def mark_model(dg: DepGraph, spec: Any) -> DepGraph:
+    """Mark the nodes of a registry model's graph: imported by its code, pinned by a reviewer,
+    added without an import (see ``MARKS``)."""
+    from packaging.requirements import InvalidRequirement
+
+    def names(reqs: Iterable[str]) -> set[str]:
+        out = set()
+        for r in reqs:
+            try:
+                out.add(canonicalize_name(Requirement(r).name))
+            except InvalidRequirement:
+                continue
+        return out
+
+    imported = names(spec.dependencies.scanned)
+    pinned = {canonicalize_name(p.name) for p in spec.dependencies.pins}
+    added = names(spec.dependencies.extra) - imported
+    for key in dg.graph:
+        n = dg.node(key)
+        marks = set(n.marks)
+        marks |= {m for m, group in (("imported", imported), ("pinned", pinned), ("added", added)) if key in group}
+        if marks != set(n.marks):
+            dg.graph.nodes[key]["node"] = Node(n.key, n.name, n.version, n.size, n.path, frozenset(marks))
+    return dg
+
+
+def summarize(dg: DepGraph) -> DepGraph:
+    """The default view: the root, its direct dependencies, and for each one a single node
+    standing for the rest of its closure ("+N packages"), so the picture fits a screen and
+    answers "what is in this closure, and what is heavy"."""
+    sizes = closure_sizes(dg)
+    g: nx.DiGraph = nx.DiGraph()
+    g.add_node(dg.root, node=dg.node(dg.root))
+    for d in sorted(dg.graph.successors(dg.root)):
+        g.add_node(d, node=dg.node(d))
+        g.add_edge(dg.root, d)
+        below = set(nx.descendants(dg.graph, d)) - {d}
+        if below:
+            key = f"{d} +{len(below)}"
+            g.add_node(key, node=Node(key, f"+{len(below)} packages", "", None, None, frozenset({"summary"})))
+            g.add_edge(d, key)
+    out = DepGraph(g, dg.root, dg.source, dg.title, list(dg.problems))
+    out.graph.graph["closure_sizes"] = {k: sizes.get(k, 0) for k in g}
+    return out
 
 
 def view(dg: DepGraph, *, depth: int | None = None, reduced: bool = False) -> DepGraph:

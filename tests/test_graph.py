@@ -153,7 +153,7 @@ def test_render__svg__file_has_svg_structure(tmp_path: Path) -> None:
     out = g.render(g.to_dot(dg), tmp_path / "small.svg", "svg")
     svg = out.path.read_text()
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
-    assert svg.count('class="node"') == dg.graph.number_of_nodes()
+    assert svg.count('class="node"') - svg.count('<title>legend_') == dg.graph.number_of_nodes()  # + the legend
     assert svg.count('class="edge"') == dg.graph.number_of_edges()
     assert not list(tmp_path.glob(".*.tmp"))
 
@@ -300,3 +300,28 @@ def test_cli_graph__two_target_models__diff_and_highlight(capsys: pytest.Capture
     assert main(["graph", "alignn", "--highlight", "torch", "--format", "json"]) == 0
     j = json.loads(capsys.readouterr().out)  # a graph format, not the --json envelope
     assert j["highlight"]["paths"] and all(p[0] == "alignn" and p[-1] == "torch" for p in j["highlight"]["paths"])
+
+
+def test_cli_graph__default_picture__direct_deps_with_marks_and_legend(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from pyrepro import graph as gmod
+    from pyrepro.cli import main
+    from pyrepro.registry import load_registry
+
+    REPO = Path(__file__).resolve().parent.parent
+
+    out = tmp_path / "e.dot"
+    assert main(["graph", "elemnet", "-f", "dot", "-o", str(out)]) == 0
+    text = out.read_text()
+    full = gmod.load_graph("elemnet", root=REPO, cache=tmp_path)
+    direct = set(full.graph.successors(full.root))
+    shown = capsys.readouterr().out
+    # the root, each direct dependency, and one "+N packages" node per dependency that has a closure
+    assert f"{1 + len(direct) + sum(1 for d in direct if list(full.graph.successors(d)))} nodes" in shown
+    assert "cluster_legend" in text and "+42 packages" in text  # tensorflow's closure, in one node
+    spec = load_registry(REPO / "models").get("elemnet")
+    marked = gmod.mark_model(full, spec)
+    assert "imported" in marked.node("tensorflow").marks and "pinned" in marked.node("tensorflow").marks
+    assert "native" in marked.node("numpy").marks and "native" not in marked.node("tqdm").marks
+    assert main(["graph", "elemnet", "-f", "dot", "-o", str(tmp_path / "full.dot"), "--full"]) == 0
+    assert f"{full.graph.number_of_nodes()} nodes" in capsys.readouterr().out

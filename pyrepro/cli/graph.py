@@ -23,6 +23,8 @@ def register(app: typer.Typer) -> None:
         hl: str = typer.Option(None, "--highlight", help="Show every path from the root to this package"),
         diff: tuple[str, str] | None = typer.Option(None, "--diff", help="Compare two closures: --diff A B"),
         nix_out: str = typer.Option(None, "--nix-out", help="A built store path to graph (nix source)"),
+        full: bool = typer.Option(False, "--full", help="Every package (default picture: the direct "
+                                  "dependencies, each with the size of the rest of its closure)"),
         as_json: bool = typer.Option(False, "--json", help="Print JSON (graph or diff) on stdout"),
     ) -> None:
         """Render the dependency DAG of a model's closure (lock or Nix)."""
@@ -64,6 +66,8 @@ def register(app: typer.Typer) -> None:
                 emit_json(data)
             return
         out = output or Path(f"{name.replace('/', '_').replace('@', '_')}.{fmt}")
+        if not (full or depth is not None or reduced or h is not None):
+            dg = g.summarize(dg)  # a picture that fits a screen; --full draws everything
         rendered = g.render(g.to_dot(dg, h), out, fmt)
         n, e = dg.graph.number_of_nodes(), dg.graph.number_of_edges()
         typer.echo(f"wrote {rendered.path} ({fmt}) from the {dg.source} source: {n} nodes, {e} edges")

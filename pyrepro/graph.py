@@ -690,7 +690,7 @@ def mark_model(dg: DepGraph, spec: Any) -> DepGraph:
     from packaging.requirements import InvalidRequirement
 
     def names(reqs: Iterable[str]) -> set[str]:
-        out = set()
+        out: set[str] = set()
         for r in reqs:
             try:
                 out.add(canonicalize_name(Requirement(r).name))

@@ -32,7 +32,6 @@ from pyrepro.scan.python import (
     CALL_TRIGGERS,
     Parsed,
     _const_str,
-    _is_main_guard,
     _is_type_checking,
     _suppresses_import_error,
     _Visitor,
@@ -431,5 +430,3 @@ def _parse_fast(text: str) -> Parsed:
     return Parsed(tuple(sorted(v.imports, key=lambda i: i.line)), tuple(sorted(v.commands, key=lambda c: c[1])),
                   tuple(v.warnings), tuple(v.python2), syspath=tuple(sorted(v.syspath)), main_guard=main_guard)
 
-
-__all__ = ["NotFast", "_is_main_guard", "parse_fast"]

@@ -228,6 +228,12 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
     try:
         b = built or local_backend.build(spec, paths, mirror=mirror, runner=runner, progress=progress)
         progress.advance(label, 1, "built")
+        stage = "verify"
+        from pyrepro import verify
+
+        hint = f"rebuild: pyrepro build {spec.name} (it replaces a cached tree that fails this check)"
+        checked = [verify.verify_tree(b.src_dir.parent, rebuild_hint=f"the staged source was modified; {hint}"),
+                   verify.verify_env(b.env_dir, rebuild_hint=f"the environment was modified; {hint}")]
         stage = "data"
         ds = prepare_data(data_kind, paths, spec, mirror=mirror)
     except PyreproError as exc:
@@ -300,6 +306,7 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
                    "subdir": spec.source.subdir, "tree": spec.source.tree},
         "lock": {"file": "models/" + spec.name + "/pdm.lock", "sha256": _sha_file(lock_path)},
         "patches": [{"file": p.path.name, "category": p.category, "sha256": p.sha256} for p in series],
+        "verified": [c.to_json() for c in checked],
         "environment": {"backend": b.backend, "env_key": b.env_key, "src_key": b.src_key, "python": b.python,
                         "platform": local_backend.host_platform(), "cpu": _cpu(), "cpus": os.cpu_count()},
         "gpu": {"need": spec.gpu, "requested": use_gpu, "used": decision.use_gpu, "message": decision.message,

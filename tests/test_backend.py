@@ -17,6 +17,7 @@ from pyrepro.backends import local
 from pyrepro.errors import ExternalToolError, NetworkError
 from pyrepro.paths import Paths
 from pyrepro.registry import load_registry
+from tests.fakes import json_result
 
 SC = Path(__file__).parent / "scenarios" / "backend"
 REPO = Path(__file__).resolve().parent.parent
@@ -231,3 +232,40 @@ def test_run_cli__one_model_integrity_error__exit_5_with_hint(world: Paths, caps
     monkeypatch.setenv("PYREPRO_CACHE", str(world.cache))
     assert main(["run", "mini", "--test"]) == 5  # not 12: the build refused a stale lock
     assert "hint: relock with: pyrepro lock mini" in capsys.readouterr().err
+
+
+def test_run_cli__tampered_staged_source_or_env__exit_5_names_file_and_build_repairs(
+        world: Paths, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyrepro import sources
+    from pyrepro.cli import main
+
+    monkeypatch.setenv("PYREPRO_ROOT", str(world.root))
+    monkeypatch.setenv("PYREPRO_CACHE", str(world.cache))
+    mirror = str(SC / "mirror")
+    assert main(["build", "mini", "--mirror", mirror]) == 0
+    spec = load_registry(world.models).get("mini")
+    b = local.build(spec, world, mirror=SC / "mirror")
+    # 1. a line added to the staged source
+    script = b.src_dir / "run.py"
+    sources.make_writable(script)
+    script.write_text(script.read_text() + "\nprint('tampered')\n")
+    capsys.readouterr()
+    assert main(["run", "mini", "--test", "--mirror", mirror]) == 5
+    err = capsys.readouterr().err
+    assert str(script) in err and "changed since it was staged" in err and "pyrepro build mini" in err
+    assert main(["build", "mini", "--mirror", mirror]) == 0  # replaces the tampered tree
+    assert "tampered" not in script.read_text()
+    # 2. a module inside the environment
+    six = next((b.env_dir / "lib").glob("python*/site-packages/six.py"))
+    six.chmod(0o644)
+    six.write_text(six.read_text() + "\nTAMPERED = 1\n")
+    capsys.readouterr()
+    assert main(["run", "mini", "--test", "--mirror", mirror]) == 5
+    err = capsys.readouterr().err
+    assert "six.py" in err and "changed since it was installed" in err
+    assert main(["build", "mini", "--mirror", mirror]) == 0
+    assert "TAMPERED" not in next((b.env_dir / "lib").glob("python*/site-packages/six.py")).read_text()
+    capsys.readouterr()
+    assert main(["run", "mini", "--test", "--mirror", mirror, "--json"]) == 0
+    rec = json_result(capsys.readouterr().out)[0]
+    assert [v["what"] for v in rec["verified"]] == ["source", "environment"] and rec["verified"][1]["files"] > 0

@@ -27,7 +27,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyrepro import patches, proc, sources
+from pyrepro import patches, proc, sources, verify
 from pyrepro.backends import BuiltModel
 from pyrepro.errors import BuildError, InputError, IntegrityError, NotFoundError, PyreproError
 from pyrepro.interpreters import find_python
@@ -255,7 +255,7 @@ def stage_source(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None,
     series = patches.load_series(paths.patch_dir(spec.name))
     key = src_key(spec, series)
     final = paths.cache / "staged" / f"{spec.name}-{key}"
-    if _complete(final) is not None:
+    if _complete(final) is not None and (final / verify.MANIFEST).is_file():
         return final / "src", final / "runtime", key, True
     pristine = sources.obtain_source(spec.source, mirror=paths.mirror(mirror), cache=paths.cache).path
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -272,6 +272,7 @@ def stage_source(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None,
         shutil.copytree(RUNTIME_DIR, tmp / "runtime", ignore=shutil.ignore_patterns("__pycache__"))
         (tmp / COMPLETE).write_text(json.dumps({"name": spec.name, "key": key,
                                                 "patches": [p.path.name for p in series]}) + "\n")
+        verify.write_manifest(tmp)  # checked before every run (pyrepro.verify)
         sources.make_read_only(tmp)
         _commit_dir(tmp, final)
     except BaseException:
@@ -318,12 +319,34 @@ def check_lock_matches(spec: ModelSpec) -> None:
                                  hint=f"relock with: pyrepro lock {spec.name} (or restore the pyproject.toml)")
 
 
+def _discard(path: Path) -> None:
+    sources.make_writable(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def build(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None, runner: Runner = proc.run,
-          progress: Progress = NULL_PROGRESS) -> BuiltModel:
+          progress: Progress = NULL_PROGRESS, repair: bool = False) -> BuiltModel:
+    """The model's staged source and environment, from the cache when there. ``repair`` (what
+    ``pyrepro build`` does): a cached tree that fails content verification (pyrepro.verify) is
+    discarded and built again; without it (``run``), the run's own verification refuses it."""
     check_lock_matches(spec)
     t0 = time.monotonic()
     src, runtime, skey, src_hit = stage_source(spec, paths, mirror=mirror, runner=runner)
+    if repair and src_hit:
+        try:
+            verify.verify_tree(src.parent, rebuild_hint="")
+        except IntegrityError as exc:
+            progress.advance(f"build {spec.name}", 0, f"restaging: {exc}")
+            _discard(src.parent)
+            src, runtime, skey, src_hit = stage_source(spec, paths, mirror=mirror, runner=runner)
     env_dir, ekey, version, env_hit = build_env(spec, paths, runner=runner, progress=progress)
+    if repair and env_hit:
+        try:
+            verify.verify_env(env_dir, rebuild_hint="")
+        except IntegrityError as exc:
+            progress.advance(f"build {spec.name}", 0, f"rebuilding the environment: {exc}")
+            _discard(env_dir)
+            env_dir, ekey, version, env_hit = build_env(spec, paths, runner=runner, progress=progress)
     launcher = write_launcher(spec, paths, env_dir, src, runtime, ekey, skey) if not (env_hit and src_hit) \
         else paths.cache / "launchers" / f"{spec.name}-{ekey[:10]}-{skey[:10]}"
     if not launcher.exists():

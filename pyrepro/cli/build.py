@@ -37,7 +37,8 @@ def register(app: typer.Typer) -> None:
         results: list[dict[str, object]] = []
         for s in specs:
             if backend == "local":
-                results.append(local.build(s, paths, mirror=mirror, progress=CliProgress(enabled=not as_json)).to_json())
+                results.append(local.build(s, paths, mirror=mirror, progress=CliProgress(enabled=not as_json),
+                                           repair=True).to_json())
             elif backend == "nix":
                 results.append(nix.build(s, paths.root).to_json())
             else:

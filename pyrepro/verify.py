@@ -125,7 +125,8 @@ def verify_env(env_dir: Path, *, rebuild_hint: str) -> Verified:
                 rel, digest = row[0], row[1]
                 target = Path(os.path.normpath(sp / rel))
                 listed.add(target)
-                if not rel.endswith(".py") or not digest:
+                # scripts in bin/ are outside: their shebang is rewritten when the environment is moved
+                if not rel.endswith(".py") or not digest or not target.is_relative_to(sp):
                     continue
                 if not target.is_file():
                     raise IntegrityError(f"{target}: missing from the environment", hint=rebuild_hint)

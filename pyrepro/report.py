@@ -266,6 +266,10 @@ def render_markdown(rep: dict[str, Any]) -> str:
             "that the model runs: a test-mode run still needs a reviewed patch series.",
             "- The `--json` output of every command is one envelope (docs/json.md); unexpected errors exit 70 with a "
             "saved traceback.",
+            "- Each run verifies what it executes before it starts (pyrepro/verify.py): every file of the staged "
+            "source against the manifest written when it was staged, and every Python file of the environment "
+            "against its distributions' RECORD hashes (compiled libraries are not re-hashed); the record lists "
+            "what was verified and how long it took. Runs recorded before this check do not have it.",
             "", "## Per model", ""]
     for m in rep["models"]:
         out.append(f"### {m['name']} (upstream `{m['upstream']}`)")

@@ -31,6 +31,7 @@ import shutil
 import tempfile
 import tomllib
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -260,9 +261,23 @@ def fixture_files() -> dict[str, bytes]:
     return files
 
 
-def _is_current(dest: Path, digest: str) -> bool:
+def measured_digest(dest: Path, rels: Iterable[str]) -> str | None:
+    """The fixture digest of the files as they are on disk (None when one is missing)."""
+    digest = hashlib.sha256()
     try:
-        return bool(json.loads((dest / "FIXTURE.json").read_text())["digest"] == digest)
+        for rel in sorted(rels):
+            digest.update(rel.encode() + b"\0" + hashlib.sha256((dest / rel).read_bytes()).digest())
+    except OSError:
+        return None
+    return "sha256:" + digest.hexdigest()
+
+
+def _is_current(dest: Path, digest: str) -> bool:
+    """``dest`` holds this fixture: its manifest says so and its files, measured, agree (a
+    changed target value is not this fixture any more)."""
+    try:
+        manifest = json.loads((dest / "FIXTURE.json").read_text())
+        return bool(manifest["digest"] == digest and measured_digest(dest, manifest["files"]) == digest)
     except (ValueError, KeyError, TypeError, OSError):
         return False
 

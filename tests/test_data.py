@@ -256,3 +256,16 @@ def test_seed_split__same_permutation_as_cgcnn_and_alignn() -> None:
     split = data.seed_split(ids)
     assert split["test"] == rows[-n_test:] and split["train"] == rows[:int(0.8 * len(rows))]
     assert len(set(split["train"]) | set(split["val"]) | set(split["test"])) == 60
+
+
+def test_write_fixture__a_target_changed_on_disk__rewritten_digest_measured(tmp_path: Path) -> None:
+    from pyrepro import data as data_mod
+
+    fx = data_mod.write_fixture(tmp_path / "fx")
+    bench = fx.benchmarks_dir / "dft_3d_exfoliation_energy.json.zip"
+    good = bench.read_bytes()
+    bench.write_bytes(good[:-8] + b"tampered")  # a changed file under the same FIXTURE.json
+    assert data_mod.measured_digest(fx.root, fx.files) != fx.digest
+    again = data_mod.write_fixture(tmp_path / "fx")
+    assert bench.read_bytes() == good and again.digest == fx.digest
+    assert data_mod.measured_digest(again.root, again.files) == again.digest

@@ -196,6 +196,36 @@ def static_seeds(script: Path) -> list[str]:
     return out
 
 
+def pyrepro_identity(paths: Paths) -> dict[str, str | None]:
+    """pyrepro's own version and, from a checkout, the commit it ran at (read from .git, no
+    subprocess), so a record says which pyrepro made it."""
+    from pyrepro import __version__
+
+    commit = None
+    git = paths.root / ".git"
+    try:
+        if git.is_file():  # a worktree: "gitdir: <path>"
+            git = Path(git.read_text().split(":", 1)[1].strip())
+        head = (git / "HEAD").read_text().strip()
+        if head.startswith("ref: "):
+            ref = head[5:]
+            ref_file = git / ref
+            if ref_file.is_file():
+                commit = ref_file.read_text().strip()
+            else:
+                common = Path((git / "commondir").read_text().strip()) if (git / "commondir").is_file() else git
+                common = common if common.is_absolute() else git / common
+                packed = (common / "packed-refs").read_text() if (common / "packed-refs").is_file() else ""
+                loose = common / ref
+                commit = loose.read_text().strip() if loose.is_file() else next(
+                    (ln.split()[0] for ln in packed.splitlines() if ln.endswith(" " + ref)), None)
+        else:
+            commit = head
+    except (OSError, IndexError):
+        commit = None
+    return {"version": __version__, "commit": commit}
+
+
 def _sha_file(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
@@ -299,6 +329,7 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
     lock_path = spec.dir / "pdm.lock"
     record = {
         "schema": 1,
+        "pyrepro": pyrepro_identity(paths),
         "model": spec.name, "benchmark": bench, "test": test,
         "started": stamp, "seconds": round(seconds, 2), "exit_code": exit_code, "error": error,
         "command": [c.replace(str(paths.cache), "$PYREPRO_CACHE") for c in cmd],

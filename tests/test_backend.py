@@ -269,3 +269,6 @@ def test_run_cli__tampered_staged_source_or_env__exit_5_names_file_and_build_rep
     assert main(["run", "mini", "--test", "--mirror", mirror, "--json"]) == 0
     rec = json_result(capsys.readouterr().out)[0]
     assert [v["what"] for v in rec["verified"]] == ["source", "environment"] and rec["verified"][1]["files"] > 0
+    assert rec["pyrepro"]["version"] and "commit" in rec["pyrepro"]
+    assert main(["run", "mini", "--test", "--mirror", mirror]) == 0
+    assert "mini: record " in capsys.readouterr().out

@@ -142,6 +142,9 @@ def register(app: typer.Typer) -> None:
                     typer.echo(f"{r.model}: {r.error}", err=True)
                 elif not r.ok and r.record_path.name == "record.json":
                     typer.echo(f"{r.model}: logs in {r.record_path.parent / 'logs'}", err=True)
+            for r in records:
+                if r.record_path and r.record_path.name == "record.json":
+                    typer.echo(f"{r.model}: record {r.record_path}")
             if records and records[0].data.get("data", {}).get("kind") == "fixture":
                 typer.echo("data: pyrepro fixture (offline); it proves executability, never a numerical result")
         failed = [r.model for r in records if not r.ok]

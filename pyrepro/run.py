@@ -324,7 +324,7 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
     v = verdict.judge(benchmark=bench, exit_code=exit_code, output=expected if expected.exists() else None,
                       data_kind=ds.kind, targets=targets, submitted=submitted,
                       reported_mae=pred.reported_mae if pred else None,
-                      comparable=pred.comparable if pred else False, note=pred.note if pred else "")
+                      comparable=pred.comparable if pred else False, note=pred.note if pred else "", test=test)
     series = patches.load_series(paths.patch_dir(spec.name))
     lock_path = spec.dir / "pdm.lock"
     record = {

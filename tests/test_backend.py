@@ -109,6 +109,21 @@ def test_judge__tiers(tmp_path: Path) -> None:
     assert nc.tier == "not-comparable" and "ALIGNN" in nc.reason and not nc.passed
 
 
+def test_judge__ids_exactly_the_test_ids_and_test_mode_never_numerical(tmp_path: Path) -> None:
+    targets = {"a": 1.0, "b": 2.0}
+    sub = _zip(tmp_path / "sub.zip", "id,prediction\na,1.5\nb,2.5\n")
+    dup = _zip(tmp_path / "dup.zip", "id,prediction\na,1.5\na,1.5\nb,2.5\n")
+    extra = _zip(tmp_path / "extra.zip", "id,prediction\na,1.5\nb,2.5\nzz,3\n")
+    kw = {"benchmark": "x", "targets": targets, "submitted": sub, "reported_mae": 0.5}
+    d = verdict.judge(exit_code=0, output=dup, data_kind="fixture", **kw)
+    assert d.tier == "failed" and "more than once" in d.reason
+    e = verdict.judge(exit_code=0, output=extra, data_kind="fixture", **kw)
+    assert e.tier == "failed" and "not test ids" in e.reason
+    # a shortened (--test) run on the real data equals the submission here, and still gets no numerical verdict
+    t = verdict.judge(exit_code=0, output=sub, data_kind="jarvis", test=True, **kw)
+    assert t.tier == "executable" and "never compared" in t.reason
+
+
 @pytest.mark.upstream
 def test_prepare_data__jarvis_offline__clear_error_never_fixture(upstream: Path, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:

@@ -467,6 +467,43 @@ def diff(a: DepGraph, b: DepGraph) -> GraphDiff:
     )
 
 
+DIFF_COLOURS = {"added": "#b7e4b0", "removed": "#f4b6b6", "changed": "#ffd699", "same": "#f2f2f2"}
+
+
+def diff_to_dot(a: DepGraph, b: DepGraph, d: GraphDiff) -> str:
+    """Both closures in one picture: B's packages plus A's removed ones, coloured added /
+    removed / changed (with both versions) / same, and a legend."""
+    import graphviz
+
+    added, removed = {n for n, _ in d.added}, {n for n, _ in d.removed}
+    changed = {n: (x, y) for n, x, y in d.changed}
+    na, nb = _by_name(a), _by_name(b)
+    dot = graphviz.Digraph(name="diff")
+    dot.attr(rankdir="LR", label=f"{d.a} -> {d.b}: {len(added)} added, {len(removed)} removed, "
+             f"{len(changed)} changed", labelloc="t", fontname="Helvetica", fontsize="14")
+    dot.attr("node", shape="box", style="rounded,filled", fontname="Helvetica", fontsize="10")
+    names = sorted(set(na) | set(nb))
+    for n in names:
+        kind = "added" if n in added else "removed" if n in removed else "changed" if n in changed else "same"
+        version = f"{changed[n][0]} -> {changed[n][1]}" if n in changed else nb.get(n, na.get(n, ""))
+        dot.node(f"p_{n}", label=f"{n}\n{version}", fillcolor=DIFF_COLOURS[kind], tooltip=kind)
+    edges: set[tuple[str, str]] = set()
+    for g in (a, b):
+        for u, v in g.graph.edges:
+            if u == g.root or v == g.root:
+                continue
+            un, vn = canonicalize_name(g.node(u).name), canonicalize_name(g.node(v).name)
+            edges.add((un, vn))
+    for u, v in sorted(edges):
+        if u in names and v in names:
+            dot.edge(f"p_{u}", f"p_{v}", color="#999999", arrowsize="0.5")
+    with dot.subgraph(name="cluster_legend") as leg:
+        leg.attr(label="legend", fontsize="11", style="rounded", color="#999999")
+        for kind, colour in DIFF_COLOURS.items():
+            leg.node(f"legend_{kind}", label=kind, fillcolor=colour, fontsize="9")
+    return str(dot.source)
+
+
 def lock_text_at_rev(repo: Path, rev: str, rel_path: str, *, runner: Runner = proc.run) -> str:
     """A lock file as committed at ``rev`` (``git show REV:path``)."""
     return runner(["git", "-C", str(repo), "show", f"{rev}:{rel_path}"]).stdout

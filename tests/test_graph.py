@@ -325,3 +325,15 @@ def test_cli_graph__default_picture__direct_deps_with_marks_and_legend(tmp_path:
     assert "native" in marked.node("numpy").marks and "native" not in marked.node("tqdm").marks
     assert main(["graph", "elemnet", "-f", "dot", "-o", str(tmp_path / "full.dot"), "--full"]) == 0
     assert f"{full.graph.number_of_nodes()} nodes" in capsys.readouterr().out
+
+
+def test_cli_graph__diff_with_output__coloured_picture(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pyrepro import graph as gmod
+    from pyrepro.cli import main
+
+    out = tmp_path / "d.dot"
+    assert main(["graph", "--diff", "cfid", "matminer_rf", "-f", "dot", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "removed" in capsys.readouterr().out
+    assert gmod.DIFF_COLOURS["removed"] in text and "lightgbm" in text  # cfid's lightgbm is gone
+    assert gmod.DIFF_COLOURS["added"] in text and "pymatgen" in text and "cluster_legend" in text

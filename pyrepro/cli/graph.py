@@ -43,6 +43,11 @@ def register(app: typer.Typer) -> None:
             if as_json:
                 emit_json(d.to_json())
                 return
+            if output is not None:  # a picture of the difference
+                rendered = g.render(g.diff_to_dot(a, b, d), output, fmt)
+                typer.echo(f"wrote {rendered.path} ({fmt}): {len(d.added)} added, {len(d.removed)} removed, "
+                           f"{len(d.changed)} changed")
+                return
             rows = [["+", n, "", v] for n, v in d.added] + [["-", n, v, ""] for n, v in d.removed]
             rows += [["~", n, x, y] for n, x, y in d.changed]
             typer.echo(f"{d.a} ({a.source}) -> {d.b} ({b.source}): {len(d.added)} added, "

@@ -137,6 +137,63 @@ def load_series(patch_dir: Path) -> tuple[Patch, ...]:
     return tuple(patches)
 
 
+REVIEWED = "REVIEWED"  # `sha256  file` per reviewed patch (the sha256sum format)
+
+
+def reviewed_pins(patch_dir: Path) -> dict[str, str]:
+    """file name -> sha256 of the reviewed patches of a series (``patches/<name>/REVIEWED``)."""
+    path = patch_dir / REVIEWED
+    if not path.is_file():
+        return {}
+    pins: dict[str, str] = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != 2 or not re.fullmatch(r"[0-9a-f]{64}", parts[0]):
+            raise InputError("expected '<sha256>  <patch file>'", path=path, line=n,
+                             hint="regenerate it with: pyrepro patch accept NAME")
+        pins[parts[1]] = parts[0]
+    return pins
+
+
+def check_reviewed(patch_dir: Path, series: Sequence[Patch]) -> None:
+    """Every patch of the series is the one a reviewer accepted (its hash in REVIEWED), and every
+    accepted patch is there. An edited ``+`` line is an unreviewed change: IntegrityError."""
+    from pyrepro.errors import IntegrityError
+
+    pins = reviewed_pins(patch_dir)
+    name = patch_dir.name
+    hint = f"review the change, then record it with: pyrepro patch accept {name}"
+    for p in series:
+        want = pins.get(p.path.name)
+        if want is None:
+            raise IntegrityError(f"{p.path}: not a reviewed patch ({patch_dir / REVIEWED} does not list it)", hint=hint)
+        if want != p.sha256:
+            raise IntegrityError(f"{p.path}: changed since it was reviewed", expected=want[:16], actual=p.sha256[:16],
+                                 hint=hint)
+    present = {p.path.name for p in series}
+    for f in sorted(set(pins) - present):
+        raise IntegrityError(f"{patch_dir / f}: a reviewed patch is missing from the series", hint=hint)
+
+
+def accept_series(patch_dir: Path) -> tuple[list[str], Path]:
+    """Record the current series as reviewed; returns (what changed, the REVIEWED file)."""
+    series = load_series(patch_dir)
+    old = reviewed_pins(patch_dir)
+    new = {p.path.name: p.sha256 for p in series}
+    changes = [f"{'new' if f not in old else 'changed'} {f}" for f in sorted(new) if old.get(f) != new[f]]
+    changes += [f"removed {f}" for f in sorted(set(old) - set(new))]
+    path = patch_dir / REVIEWED
+    body = "# sha256 of each reviewed patch (pyrepro patch accept); build refuses anything else\n" + \
+        "".join(f"{h}  {f}\n" for f, h in sorted(new.items()))
+    fd, tmp = tempfile.mkstemp(dir=patch_dir, prefix=".reviewed.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(body)
+    os.replace(tmp, path)
+    return changes, path
+
+
 def series_digest(series: Sequence[Patch]) -> str:
     h = hashlib.sha256()
     for p in series:
@@ -312,8 +369,10 @@ class SeriesCheck:
 
 
 def check_model(spec: object, patch_dir: Path, pristine: Path, *, runner: Runner = proc.run) -> SeriesCheck:
-    """Apply ``spec``'s series to a temporary copy of ``pristine`` and check it statically."""
+    """Check that every patch is the reviewed one, apply ``spec``'s series to a temporary copy of
+    ``pristine`` and check it statically."""
     series = load_series(patch_dir)
+    check_reviewed(patch_dir, series)
     tmp = Path(tempfile.mkdtemp(prefix="pyrepro-patch-check."))
     try:
         tree = apply_series(series, pristine, tmp / "tree", runner=runner)

@@ -169,6 +169,12 @@ def test_build_and_run__mini_world__executable_with_provenance(world: Paths, tmp
     # a patch change restages only the source
     p = world.patch_dir("mini") / "0001-uniform-cli.patch"
     p.write_text(p.read_text().replace("Effect: none: the same", "Effect: none: still the same"))
+    from pyrepro import patches as patches_mod
+    from pyrepro.errors import IntegrityError
+
+    with pytest.raises(IntegrityError, match="changed since it was reviewed"):  # an unreviewed change
+        local.build(spec, world, mirror=mirror)
+    patches_mod.accept_series(world.patch_dir("mini"))
     b3 = local.build(spec, world, mirror=mirror)
     assert b3.env_cached and not b3.src_cached and b3.src_key != b1.src_key
     # gc keeps what the registry references, drops the old staged source
@@ -287,3 +293,23 @@ def test_run_cli__tampered_staged_source_or_env__exit_5_names_file_and_build_rep
     assert rec["pyrepro"]["version"] and "commit" in rec["pyrepro"]
     assert main(["run", "mini", "--test", "--mirror", mirror]) == 0
     assert "mini: record " in capsys.readouterr().out
+
+
+def test_patch_cli__edited_plus_line__refused_until_accepted(world: Paths, capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyrepro.cli import main
+
+    monkeypatch.setenv("PYREPRO_ROOT", str(world.root))
+    monkeypatch.setenv("PYREPRO_CACHE", str(world.cache))
+    mirror = str(SC / "mirror")
+    p = world.patch_dir("mini") / "0001-uniform-cli.patch"
+    text = p.read_text()
+    plus = next(ln for ln in text.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
+    p.write_text(text.replace(plus, plus + "  # sneaked in", 1))
+    assert main(["build", "mini", "--mirror", mirror]) == 5
+    err = capsys.readouterr().err
+    assert "0001-uniform-cli.patch" in err and "pyrepro patch accept mini" in err
+    assert main(["patch", "check", "mini", "--mirror", mirror]) == 5
+    assert main(["patch", "accept", "mini"]) == 0
+    assert "changed 0001-uniform-cli.patch" in capsys.readouterr().out
+    assert main(["build", "mini", "--mirror", mirror]) == 0

@@ -253,6 +253,7 @@ def stage_source(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None,
                  runner: Runner = proc.run) -> tuple[Path, Path, str, bool]:
     """The staged source: (contribution dir, runtime dir, key, cache hit)."""
     series = patches.load_series(paths.patch_dir(spec.name))
+    patches.check_reviewed(paths.patch_dir(spec.name), series)  # only reviewed patches are ever applied
     key = src_key(spec, series)
     final = paths.cache / "staged" / f"{spec.name}-{key}"
     if _complete(final) is not None and (final / verify.MANIFEST).is_file():

@@ -17,7 +17,7 @@ def _pristine(spec, paths, mirror: Path | None) -> Path:  # type: ignore[no-unty
 
 def register(app: typer.Typer) -> None:
     """Add this group's commands to ``app``."""
-    patch_app = typer.Typer(help="Reviewed patch series: check, apply, new.", no_args_is_help=True)
+    patch_app = typer.Typer(help="Reviewed patch series: check, apply, new, accept.", no_args_is_help=True)
     app.add_typer(patch_app, name="patch")
 
     @patch_app.command("check")
@@ -53,6 +53,24 @@ def register(app: typer.Typer) -> None:
                     typer.echo(f"warning: {r.model}: {lo}", err=True)
         if bad:
             raise PatchError("patch check failed for: " + ", ".join(r.model for r in bad))
+
+    @patch_app.command("accept")
+    def accept_cmd(
+        name: str = typer.Argument(..., help="Model whose patch series you reviewed"),
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
+    ) -> None:
+        """Record the model's current patch series as reviewed (patches/<name>/REVIEWED)."""
+        from pyrepro import patches
+        from pyrepro.paths import Paths
+        from pyrepro.registry import load_registry
+
+        paths = Paths.discover()
+        spec = load_registry(paths.models).get(name)
+        changes, path = patches.accept_series(paths.patch_dir(spec.name))
+        if as_json:
+            emit_json({"model": spec.name, "reviewed": str(path), "changes": changes})
+            return
+        typer.echo(f"{path}: " + ("; ".join(changes) if changes else "no change"))
 
     @patch_app.command("apply")
     def apply_cmd(
@@ -95,9 +113,13 @@ def register(app: typer.Typer) -> None:
         pdir = paths.patch_dir(spec.name)
         tmp = Path(tempfile.mkdtemp(prefix="pyrepro-patch-new."))
         try:
-            base = patches.apply_series(patches.load_series(pdir), _pristine(spec, paths, mirror), tmp / "base")
+            series = patches.load_series(pdir)
+            patches.check_reviewed(pdir, series)  # build on a reviewed series only
+            base = patches.apply_series(series, _pristine(spec, paths, mirror), tmp / "base")
             out = patches.new_patch(pdir, base, from_, slug=slug, category=category,
                                     subject=subject or slug.replace("-", " ").capitalize(), why=why, effect=effect)
+            patches.accept_series(pdir)  # the author's own new patch is recorded as reviewed
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        typer.echo(f"wrote {out}; review its header, then run 'pyrepro patch check {spec.name}'")
+        typer.echo(f"wrote {out} (recorded in {pdir / patches.REVIEWED}); review its header, then run "
+                   f"'pyrepro patch check {spec.name}'")

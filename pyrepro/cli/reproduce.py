@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
                     for s in result.stages]
             typer.echo(table(rows, ["stage", "status", "seconds", "detail"]))
             if result.python:
-                typer.echo(f"python {result.python}: {result.python_reason}")
+                typer.echo(f"python {result.python}: {result.python_reason or 'as model.toml says (no reason recorded)'}")
             for r in result.relaxed:
                 typer.echo(f"relaxed: {r}")
             stop = result.stopped_at

@@ -301,3 +301,14 @@ def test_scan__unknown_module_declared_by_submission__declared_not_guess(
     rec = {i["module"]: i for i in out["imports"]}
     assert rec["zzatomlib"]["resolved_with"] == "declared" and rec["zzIprLib"]["resolved_with"] == "declared"
     assert [g["module"] for g in out["guesses"]] == ["mysterymod"]
+
+
+def test_scan__colab_export_automagic_pip__declaration_no_parse_warning(write_files: Write,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_files({"run.py": "# -*- coding: utf-8 -*-\npip install -q chgnet==0.3.0\nimport chgnet\n"
+                                  "if True:\n    pip install numpy==1.23.5\nimport numpy\n"})
+    out = scan_json(root, capsys)
+    assert out["required"] == ["chgnet", "numpy"]
+    assert not [w for w in out["warnings"] if "does not parse" in w]
+    specs = {d["spec"]: d["location"]["line"] for d in out["declarations"]}
+    assert specs == {"chgnet==0.3.0": 2, "numpy==1.23.5": 5}

@@ -24,6 +24,7 @@ The result is a frozen ``ScanResult`` whose ``to_json()`` is the documented ``--
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -424,7 +425,9 @@ def _facts(src: SourceFile, payload: dict[str, Any]) -> FileFacts:
 
 
 def _cache_key(kind: str, data: bytes, thorough: bool) -> str:
-    return hashlib.sha256(f"{EXTRACT_VERSION}\0{kind}\0{int(thorough)}\0".encode() + data).hexdigest()
+    # the scanner's own code is part of the key: an edited extractor never reads an older answer
+    return hashlib.sha256(f"{EXTRACT_VERSION}\0{_code_digest()}\0{kind}\0{int(thorough)}\0".encode()
+                          + data).hexdigest()
 
 
 class _ExtractCache:
@@ -955,6 +958,7 @@ def _tree_index(walked: Walked, cache: Path, python: str, mapping: dict[str, str
     return cache / "trees" / f"{digest}.pickle"
 
 
+@functools.lru_cache(maxsize=1)
 def _code_digest() -> str:
     """The scanner's own code (size and mtime of its modules): an edited scanner never answers
     from an index an older one wrote."""

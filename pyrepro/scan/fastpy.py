@@ -40,7 +40,7 @@ from pyrepro.scan.python import (
 )
 
 # A line that needs the thorough reader: IPython magics and Python 2 statements.
-_THOROUGH = r"[ \t\f\v]*(?:[!%]|print[ \t]+[^\s(=]|print[ \t]*$|exec[ \t]+[\"'\w]|except[ \t]+[\w.]+[ \t]*,|raise[ \t]+[\w.]+[ \t]*,)"
+_THOROUGH = r"[ \t\f\v]*(?:[!%]|(?:pip3?|conda|mamba)[ \t]+(?:install|uninstall)\b|print[ \t]+[^\s(=]|print[ \t]*$|exec[ \t]+[\"'\w]|except[ \t]+[\w.]+[ \t]*,|raise[ \t]+[\w.]+[ \t]*,)"
 _THOROUGH_FIRST = re.compile(_THOROUGH, re.M)  # the first line
 _THOROUGH_LINE = re.compile(r"\n" + _THOROUGH, re.M)  # any other line: a literal first character searches fast
 _ASSIGN_MAGIC_HINT = re.compile(r"=[ \t]*[!%]")  # files = !ls

@@ -98,7 +98,8 @@ def gist(text: str, limit: int = 600) -> str:
         return text.strip()[:limit]
     errors = [ln.strip() for ln in lines[1:]
               if re.search(r"\b(ERROR|Error|error|Unable|conflict|No matching|NotFound|Impossible)", ln)]
-    return " | ".join([lines[0].strip(), *errors[:4]])[:limit] if errors else " | ".join(ln.strip() for ln in lines[:3])[:limit]
+    # the last error lines name the cause (a traceback's final line, pip's closing ERROR)
+    return " | ".join([lines[0].strip(), *errors[-3:]])[:limit] if errors else " | ".join(ln.strip() for ln in lines[:3])[:limit]
 
 
 def _next_step(exc: PyreproError, fallback: str) -> str:

@@ -97,7 +97,8 @@ def gist(text: str, limit: int = 600) -> str:
     if len(lines) <= 1:
         return text.strip()[:limit]
     errors = [ln.strip() for ln in lines[1:]
-              if re.search(r"\b(ERROR|Error|error|Unable|conflict|No matching|NotFound|Impossible)", ln)]
+              if re.search(r"ERROR|Error\b|error:|Unable|conflict|No matching|NotFound|Impossible|No space", ln)
+              and not ln.lstrip().startswith(("Traceback", "File \""))]
     # the last error lines name the cause (a traceback's final line, pip's closing ERROR)
     return " | ".join([lines[0].strip(), *errors[-3:]])[:limit] if errors else " | ".join(ln.strip() for ln in lines[:3])[:limit]
 

@@ -28,6 +28,17 @@ NIX_NOTE = ("written; unverified: nixpkgs and dream2nix cannot be fetched on the
             "so `nix build .#models.<name>` was never run (the flake wiring is tested with a busybox stand-in)")
 
 
+def _machine(run: dict[str, Any]) -> str:
+    """Where and when a recorded run ran (the report shows rows measured elsewhere, never as its own)."""
+    env = run.get("environment") or {}
+    where = ", ".join(str(x) for x in (env.get("platform"), env.get("cpu"),
+                                       f"{env['cpus']} cores" if env.get("cpus") else None) if x) or "machine not recorded"
+    started = str(run.get("started") or "")
+    when = f"{started[0:4]}-{started[4:6]}-{started[6:8]} {started[9:11]}:{started[11:13]} UTC" if len(started) >= 13 \
+        else "time not recorded"
+    return f"{where}; {when}"
+
+
 def _outcome(r: dict[str, Any]) -> str:
     """A run's exit, time and verdict, saying what is unknown instead of printing None."""
     code, secs = r.get("exit_code"), r.get("seconds")
@@ -173,7 +184,8 @@ def model_status(spec: Any, paths: Paths) -> dict[str, Any]:
                   if run and (run.get("environment") or {}).get("backend") else None),
         "imports": imports,
         "run": ({k: run.get(k) for k in ("benchmark", "test", "started", "seconds", "exit_code", "error", "stage")}
-                | {"data": run.get("data", {}).get("kind"), "verdict": run.get("verdict")} if run else None),
+                | {"data": run.get("data", {}).get("kind"), "verdict": run.get("verdict"),
+                   "machine": _machine(run)} if run else None),
         "other_runs": others,
         "nix": NIX_NOTE,
         "gpu_runs": "unverified: no accelerator on the machines this was made on",
@@ -291,7 +303,8 @@ def render_markdown(rep: dict[str, Any]) -> str:
             out.append("- Patches: none yet; the entry does not have the uniform interface.")
         if m["run"]:
             r = m["run"]
-            out.append(f"- Test run ({r.get('data') or 'unknown'} data, {r.get('benchmark') or '?'}): {_outcome(r)}.")
+            out.append(f"- Test run ({r.get('data') or 'unknown'} data, {r.get('benchmark') or '?'}): {_outcome(r)} "
+                       f"(recorded on {r.get('machine') or 'machine not recorded'}).")
             if r.get("error"):
                 out.append(f"  - error: {short_error(r['error'])}")
         else:

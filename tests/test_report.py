@@ -104,3 +104,12 @@ def test_outcome__missing_fields__no_none_on_the_page() -> None:
     assert "None" not in _outcome({"exit_code": None, "seconds": None, "verdict": None})
     assert _outcome({"exit_code": 0, "seconds": 3.9, "verdict": {"tier": "executable"}}) == \
         "exit 0 in 3.9 s; verdict executable"
+
+
+def test_machine__recorded_run__platform_cpu_and_time() -> None:
+    from pyrepro.report import _machine
+
+    run = {"started": "20261203T075025473434Z",
+           "environment": {"platform": "linux-x86_64", "cpu": "AMD EPYC", "cpus": 2}}
+    assert _machine(run) == "linux-x86_64, AMD EPYC, 2 cores; 2026-12-03 07:50 UTC"
+    assert "not recorded" in _machine({})

@@ -132,7 +132,17 @@ def judge(*, benchmark: str, exit_code: int | None, output: Path | None, data_ki
     if not comparable or submitted is None:
         return Verdict("not-comparable", note or "no comparable submitted predictions", benchmark, len(preds),
                        mae=run_mae, reported_mae=reported_mae, relative_mae_difference=rel)
-    sraw, spreds = read_predictions_zip(submitted)
+    try:
+        sraw, spreds = read_predictions_zip(submitted)
+    except PredictionsError as exc:
+        return Verdict("not-comparable", f"the submitted predictions cannot be read: {exc}", benchmark, len(preds),
+                       mae=run_mae, reported_mae=reported_mae, relative_mae_difference=rel)
+    if set(spreds) != set(targets):
+        # evidence, not a flag: a submission for other ids (another split, another dataset version)
+        # cannot be the reference for this benchmark's test set
+        return Verdict("not-comparable", f"the submitted predictions are for other ids ({len(set(spreds) - set(targets))} "
+                       f"not in the test set, {len(set(targets) - set(spreds))} test ids missing)", benchmark,
+                       len(preds), mae=run_mae, reported_mae=reported_mae, relative_mae_difference=rel)
     if sraw == raw:
         return Verdict("identical", "byte-identical to the submitted predictions", benchmark, len(preds), run_mae,
                        reported_mae, rel, 0.0)

@@ -313,3 +313,12 @@ def test_patch_cli__edited_plus_line__refused_until_accepted(world: Paths, capsy
     assert main(["patch", "accept", "mini"]) == 0
     assert "changed 0001-uniform-cli.patch" in capsys.readouterr().out
     assert main(["build", "mini", "--mirror", mirror]) == 0
+
+
+def test_judge__submitted_file_for_other_ids__not_comparable_says_why(tmp_path: Path) -> None:
+    targets = {"a": 1.0, "b": 2.0}
+    other = _zip(tmp_path / "other.zip", "id,prediction\na,1.5\nc,2.5\n")
+    run_out = _zip(tmp_path / "run.zip", "id,prediction\na,1.5\nb,2.5\n")
+    v = verdict.judge(exit_code=0, output=run_out, data_kind="jarvis", benchmark="x", targets=targets,
+                      submitted=other, reported_mae=0.5)
+    assert v.tier == "not-comparable" and "1 not in the test set, 1 test ids missing" in v.reason

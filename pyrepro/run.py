@@ -226,6 +226,18 @@ def pyrepro_identity(paths: Paths) -> dict[str, str | None]:
     return {"version": __version__, "commit": commit}
 
 
+def _predictions_digest(path: Path) -> dict[str, Any] | None:
+    """The predictions table itself (the csv inside the zip), hashed: equal predictions, equal
+    hash, whatever the archive's own bytes."""
+    if not path.is_file():
+        return None
+    try:
+        raw, preds = verdict.read_predictions_zip(path)
+    except verdict.PredictionsError as exc:
+        return {"file": path.name, "error": str(exc)}
+    return {"file": path.name, "csv_sha256": hashlib.sha256(raw).hexdigest(), "rows": len(preds)}
+
+
 def _sha_file(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
@@ -347,6 +359,7 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
         "source_protection": protection,
         "seeds": static_seeds(b.src_dir / script),
         "outputs": outputs,
+        "predictions": _predictions_digest(expected),
         "logs": {"stdout": "logs/stdout.log", "stderr": "logs/stderr.log",
                  "stderr_tail": _tail(logs / "stderr.log")},
         "verdict": v.to_json(),

@@ -291,6 +291,7 @@ def test_run_cli__tampered_staged_source_or_env__exit_5_names_file_and_build_rep
     rec = json_result(capsys.readouterr().out)[0]
     assert [v["what"] for v in rec["verified"]] == ["source", "environment"] and rec["verified"][1]["files"] > 0
     assert rec["pyrepro"]["version"] and "commit" in rec["pyrepro"]
+    assert len(rec["predictions"]["csv_sha256"]) == 64 and rec["predictions"]["rows"] > 0
     assert main(["run", "mini", "--test", "--mirror", mirror]) == 0
     assert "mini: record " in capsys.readouterr().out
 
@@ -322,3 +323,27 @@ def test_judge__submitted_file_for_other_ids__not_comparable_says_why(tmp_path: 
     v = verdict.judge(exit_code=0, output=run_out, data_kind="jarvis", benchmark="x", targets=targets,
                       submitted=other, reported_mae=0.5)
     assert v.tier == "not-comparable" and "1 not in the test set, 1 test ids missing" in v.reason
+
+
+def test_build_env__sigterm_mid_install__nothing_half_built_left(world: Paths) -> None:
+    import signal
+
+    from pyrepro.cli import _terminate_cleanly
+
+    spec = load_registry(world.models).get("mini")
+    previous = signal.getsignal(signal.SIGTERM)
+    _terminate_cleanly()  # what `pyrepro ...` installs first
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        if "pip" in cmd:
+            os.kill(os.getpid(), signal.SIGTERM)  # a scheduler stops the job mid-install
+        from pyrepro import proc
+        return proc.run(cmd, **kw)
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            local.build_env(spec, world, runner=runner)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    envs = world.cache / "envs"
+    assert not envs.exists() or [p.name for p in envs.iterdir() if not p.name.startswith(".home")] == []

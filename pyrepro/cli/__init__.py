@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = list(sys.argv[1:] if argv is None else argv)
     JSON_STATE.update(active="--json" in args, result=None, emitted=False)
+    _terminate_cleanly()
     failure: dict[str, Any] | None = None
     try:
         app(args=argv, standalone_mode=False)
@@ -103,6 +104,21 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         sys.exit(code)
     return code
+
+
+def _terminate_cleanly() -> None:
+    """SIGTERM (a job scheduler, `timeout`, a killed CI step) becomes KeyboardInterrupt, so every
+    half-built folder is removed by the same cleanup as Ctrl-C instead of being left behind."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 INPUT_ERROR = 3

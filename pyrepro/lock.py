@@ -44,6 +44,7 @@ from pyrepro.errors import (
     NetworkError,
     NotFoundError,
     ResolutionError,
+    toml_error_line,
 )
 from pyrepro.fsutil import atomic_write_text
 from pyrepro.paths import Paths
@@ -875,7 +876,8 @@ def read_record(project_dir: Path) -> dict[str, Any] | None:
     try:
         return tomllib.loads(p.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML: {exc}", path=p) from exc
+        raise InputError(f"not valid TOML: {exc}", path=p, line=toml_error_line(exc),
+                         hint=f"relock to rewrite it: pyrepro lock {project_dir.name}") from exc
 
 
 # --------------------------------------------------------------------------- registry entry

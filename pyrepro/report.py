@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +157,9 @@ def model_status(spec: Any, paths: Paths) -> dict[str, Any]:
     lock_toml = spec.dir / "lock.toml"
     lock: dict[str, Any] = {"category": None, "label": "not locked"}
     if lock_toml.is_file():
-        rec = tomllib.loads(lock_toml.read_text())
+        from pyrepro.lock import read_record
+
+        rec = read_record(spec.dir) or {}  # a broken record is a located InputError (file and line)
         lock = {"category": rec.get("category"), "label": rec.get("category_label"), "strategy": rec.get("strategy"),
                 "packages": rec.get("packages"), "seconds": rec.get("seconds"), "drift": rec.get("drift", []),
                 "fidelity": rec.get("fidelity", []), "locked": (spec.dir / "pdm.lock").is_file()}

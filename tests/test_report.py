@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from pyrepro import report, run
 from pyrepro.errors import NetworkError
 from pyrepro.paths import Paths
@@ -113,3 +115,20 @@ def test_machine__recorded_run__platform_cpu_and_time() -> None:
            "environment": {"platform": "linux-x86_64", "cpu": "AMD EPYC", "cpus": 2}}
     assert _machine(run) == "linux-x86_64, AMD EPYC, 2 cores; 2026-12-03 07:50 UTC"
     assert "not recorded" in _machine({})
+
+
+def test_report_cli__corrupted_lock_record__located_error_exit_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    from pyrepro.cli import main
+
+    root = tmp_path / "proj"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "models" / "cfid", root / "models" / "cfid")
+    (root / "flake.nix").write_text("{}\n")
+    (root / "docs").mkdir()
+    (root / "models" / "cfid" / "lock.toml").write_text("garbage [[ =\n")
+    monkeypatch.setenv("PYREPRO_ROOT", str(root))
+    assert main(["report", "--no-refresh"]) == 3
+    err = capsys.readouterr().err
+    assert "models/cfid/lock.toml:1" in err and "Traceback" not in err and "internal error" not in err

@@ -708,8 +708,10 @@ def load_graph(ref: str, *, root: Path | None, cache: Path, source: str = "auto"
     if chosen == "nix":
         assert out is not None
         return graph_from_nix(out, runner=runner, title=spec.name)
-    return mark_model(graph_from_lock(spec.dir / "pdm.lock", python=spec.python, title=spec.name,
-                                      pyproject=spec.dir / "pyproject.toml"), spec)
+    dg = mark_model(graph_from_lock(spec.dir / "pdm.lock", python=spec.python, title=spec.name,
+                                    pyproject=spec.dir / "pyproject.toml"), spec)
+    env = built_env_dir(spec, cache)
+    return attach_sizes(dg, env_sizes(env)) if env is not None else dg
 
 
 # What the node marks mean (the legend of every rendered graph).
@@ -747,6 +749,44 @@ def mark_model(dg: DepGraph, spec: Any) -> DepGraph:
     return dg
 
 
+def env_sizes(env_dir: Path) -> dict[str, int]:
+    """Installed bytes per distribution of a built environment (its RECORD files' sizes)."""
+    import csv
+
+    out: dict[str, int] = {}
+    for record in env_dir.glob("lib/python*/site-packages/*.dist-info/RECORD"):
+        name = record.parent.name[: -len(".dist-info")].rsplit("-", 1)[0]
+        total = 0
+        try:
+            for row in csv.reader(record.read_text(encoding="utf-8").splitlines()):
+                if len(row) >= 3 and row[2].isdigit():
+                    total += int(row[2])
+        except (OSError, csv.Error, UnicodeDecodeError):
+            continue
+        out[canonicalize_name(name)] = total
+    return out
+
+
+def attach_sizes(dg: DepGraph, sizes: dict[str, int]) -> DepGraph:
+    """Give each node the installed size of its distribution (lock graphs of a built model)."""
+    for key in dg.graph:
+        n = dg.node(key)
+        if key in sizes and n.size is None:
+            dg.graph.nodes[key]["node"] = Node(n.key, n.name, n.version, sizes[key], n.path, n.marks)
+    return dg
+
+
+def built_env_dir(spec: Any, cache: Path) -> Path | None:
+    """The local backend's built environment of a model, when it exists in ``cache``."""
+    from pyrepro.backends import local
+
+    try:
+        d = cache / "envs" / f"{spec.name}-{local.env_key(spec)}"
+    except Exception:
+        return None
+    return d if (d / local.COMPLETE).is_file() else None
+
+
 def summarize(dg: DepGraph) -> DepGraph:
     """The default view: the root, its direct dependencies, and for each one a single node
     standing for the rest of its closure ("+N packages"), so the picture fits a screen and
@@ -760,7 +800,9 @@ def summarize(dg: DepGraph) -> DepGraph:
         below = set(nx.descendants(dg.graph, d)) - {d}
         if below:
             key = f"{d} +{len(below)}"
-            g.add_node(key, node=Node(key, f"+{len(below)} packages", "", None, None, frozenset({"summary"})))
+            known = [dg.node(b).size for b in below if dg.node(b).size]
+            label = f"+{len(below)} packages" + (f", {human_size(sum(known))}" if known else "")  # type: ignore[arg-type]
+            g.add_node(key, node=Node(key, label, "", None, None, frozenset({"summary"})))
             g.add_edge(d, key)
     out = DepGraph(g, dg.root, dg.source, dg.title, list(dg.problems))
     out.graph.graph["closure_sizes"] = {k: sizes.get(k, 0) for k in g}

@@ -347,3 +347,15 @@ def test_build_env__sigterm_mid_install__nothing_half_built_left(world: Paths) -
         signal.signal(signal.SIGTERM, previous)
     envs = world.cache / "envs"
     assert not envs.exists() or [p.name for p in envs.iterdir() if not p.name.startswith(".home")] == []
+
+
+def test_graph__built_model__sizes_from_the_installed_environment(world: Paths) -> None:
+    from pyrepro import graph as gmod
+
+    spec = load_registry(world.models).get("mini")
+    before = gmod.load_graph("mini", root=world.root, cache=world.cache)
+    assert before.node("six").size is None  # nothing built yet: no sizes, still a graph
+    local.build(spec, world, mirror=SC / "mirror")
+    dg = gmod.load_graph("mini", root=world.root, cache=world.cache)
+    assert dg.node("six").size and dg.node("six").size > 1000
+    assert "KiB" in gmod.to_dot(gmod.summarize(dg)) or "MiB" in gmod.to_dot(gmod.summarize(dg))

@@ -111,14 +111,32 @@ def reproduce(folder: Path, *, paths: Paths, name: str | None = None, python: st
               test: bool = False, online: bool = True, force: bool = False, mirror: Path | None = None,
               lock_timeout: float = 15 * 60, progress: Progress = NULL_PROGRESS, runner: Runner = proc.run,
               clock: Callable[[], float] = time.monotonic) -> Reproduction:
-    """Run the stages above on ``folder``; never raises for a stage's failure (it is recorded)."""
-    from pyrepro import init as init_mod
-    from pyrepro.registry import parse_model
-
+    """Run the stages above on ``folder``; never raises for a stage's failure (it is recorded).
+    An interruption (Ctrl-C, SIGTERM, a scheduler's time limit) is recorded too, then re-raised."""
     folder = Path(folder)
     name = name or default_name(folder)
     stages: list[Stage] = []
     rec: dict[str, Any] = {"name": name, "folder": str(folder)}
+    t_start = clock()
+    try:
+        return _reproduce(folder, name, stages, rec, paths=paths, python=python, test=test, online=online,
+                          force=force, mirror=mirror, lock_timeout=lock_timeout, progress=progress, runner=runner,
+                          clock=clock)
+    except KeyboardInterrupt:
+        at = next((st for st in STAGES if st not in {s.name for s in stages}), "run")
+        stages.append(Stage(at, "failed", clock() - t_start - sum(s.seconds for s in stages),
+                            "interrupted (Ctrl-C or a termination signal)", "rerun: finished stages are reused"))
+        stages.extend(Stage(st, "skipped", 0.0, "not reached") for st in STAGES if st not in {s.name for s in stages})
+        _save(paths, Reproduction(name=name, folder=str(folder), stages=tuple(stages),
+                                  python=rec.get("python", ""), python_reason=rec.get("python_reason", "")))
+        raise
+
+
+def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any], *, paths: Paths,
+               python: str | None, test: bool, online: bool, force: bool, mirror: Path | None, lock_timeout: float,
+               progress: Progress, runner: Runner, clock: Callable[[], float]) -> Reproduction:
+    from pyrepro import init as init_mod
+    from pyrepro.registry import parse_model
 
     def done(error: PyreproError | None = None) -> Reproduction:
         # stages never reached are listed as skipped, so the table always has every stage

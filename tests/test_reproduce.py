@@ -116,3 +116,21 @@ def test_reproduce_cli__folder_without_code__stops_at_init_exit_3(project: Path,
     assert code == 3 and rec["name"] == "empty_dir" and rec["stopped_at"] == "init"
     assert "no Python code" in rec["stages"][0]["detail"]
     assert not (project / "models" / "empty_dir").exists()
+
+
+def test_reproduce__interrupted_during_lock__record_saved_then_reraised(project: Path, write_files: Write,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    root = write_files({"sub/run.py": "import numpy\n"})
+    monkeypatch.setattr(lock, "find_python", lambda v: Path("/usr/bin/python3"))
+
+    def pdm(argv: tuple[str, ...], cwd: Path | None, env: Any) -> Completed:
+        raise KeyboardInterrupt  # a scheduler's SIGTERM, as the CLI turns it into
+
+    runner = FakeRunner()
+    runner.on(lock.pdm_command(), pdm)
+    paths = Paths.discover()
+    with pytest.raises(KeyboardInterrupt):
+        reproduce.reproduce(root / "sub", paths=paths, name="sub", python="3.11", online=False, runner=runner)
+    saved = json.loads((paths.cache / "reproduce" / "sub.json").read_text())
+    assert [(s["stage"], s["status"]) for s in saved["stages"]][:2] == [("init", "ok"), ("lock", "failed")]
+    assert "interrupted" in saved["stages"][1]["detail"]

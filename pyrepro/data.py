@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from pyrepro.errors import NetworkError, NotFoundError
+from pyrepro.fsutil import file_sha256
 
 # Bump whenever the bytes change (new fields, entries, layout): it names the cache folder.
 FIXTURE_VERSION = 3
@@ -383,11 +384,7 @@ def benchmark_pins() -> tuple[BenchmarkPin, ...]:
 
 
 def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return str(file_sha256(path).hexdigest())
 
 
 def fetch_real(name: str, out: Path, *, downloader: Any = None) -> Fetched:

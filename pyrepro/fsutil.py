@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -20,3 +22,13 @@ def atomic_write_text(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def file_sha256(path: Path) -> Any:
+    """sha256 of a file read in 1 MiB blocks (environments hold files of hundreds of MB); the
+    hash object, so callers choose hexdigest() or digest()."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h

@@ -26,7 +26,7 @@ from pyrepro import generate, sources
 from pyrepro.errors import InputError, NotFoundError, UsageError
 from pyrepro.lock import DECLARED_REASON
 from pyrepro.registry import NAME_RE, PY_RE, parse_model
-from pyrepro.resolve import dev_tool_reason
+from pyrepro.resolve import dev_tool_reason, not_a_package_reason
 from pyrepro.scan import ScanResult, scan_path
 
 DRAFT_COMMIT = "0" * 40
@@ -218,9 +218,8 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
 
 
 def _not_installable(dist: str) -> bool:
-    """Declared names that are not PyPI distributions (``python``, ``cuda``) are never extras."""
-    return dist in ("python", "pip", "conda", "cuda", "cudatoolkit", "cudnn", "mkl", "git", "lammps", "vasp",
-                    "quantum-espresso", "qmcpack") or not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", dist)
+    """Declared names that are not PyPI distributions (the [not_packages] table) are never extras."""
+    return not_a_package_reason(dist) is not None or not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", dist)
 
 
 def _taken_names(models_dir: Path) -> dict[str, str]:

@@ -72,6 +72,12 @@ def dummy_reason(dist: str) -> str | None:
     return str(entry["reason"]) if isinstance(entry, dict) else None
 
 
+def not_a_package_reason(name: str) -> str | None:
+    """Why a listed name (``python``, ``cuda``, ``vasp``) is no Python distribution, or None."""
+    reason = _table().get("not_packages", {}).get(canonicalize_name(name))
+    return str(reason) if reason else None
+
+
 def dev_tool_reason(dist: str) -> str | None:
     """Why a declared distribution is a development tool the code does not need, or None."""
     reason = _table().get("dev_tools", {}).get(canonicalize_name(dist))

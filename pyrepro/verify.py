@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import csv
-import hashlib
 import json
 import os
 import time
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyrepro.errors import IntegrityError
+from pyrepro.fsutil import file_sha256
 
 MANIFEST = "MANIFEST.json"
 _SKIP_PARTS = ("__pycache__",)
@@ -45,11 +45,7 @@ class Verified:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return str(file_sha256(path).hexdigest())
 
 
 def _files(root: Path) -> dict[str, Path]:
@@ -96,11 +92,8 @@ def verify_tree(root: Path, *, rebuild_hint: str) -> Verified:
 
 
 def _record_hash(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return "sha256=" + base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode()
+    """The hash as pip writes it in RECORD (urlsafe base64, no padding)."""
+    return "sha256=" + base64.urlsafe_b64encode(file_sha256(path).digest()).rstrip(b"=").decode()
 
 
 def site_packages(env_dir: Path) -> list[Path]:

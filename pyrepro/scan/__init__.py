@@ -626,7 +626,6 @@ def _is_runtime_tool(tool: str, script_dir: Path) -> bool:
 class Classified:
     third_party: tuple[FoundImport, ...]
     local: tuple[LocalModule, ...]
-    local_shadowing: tuple[tuple[str, str], ...]  # (module, defining path) of local modules to check by name
     tree_modules: dict[str, str]  # every module name the tree defines anywhere -> first path
     python2: tuple[Warning_, ...]
     warnings: tuple[Warning_, ...]
@@ -816,7 +815,7 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
                 entries.append(EntryPoint("python", cand, Location(cand)))
                 break
     local = tuple(LocalModule(m, p, tuple(sorted(set(locs), key=_loc_key))) for m, (p, locs) in sorted(local_locs.items()))
-    return Classified(tuple(third), local, tuple((m.module, m.path) for m in local), _tree_modules(walked.all_files),
+    return Classified(tuple(third), local, _tree_modules(walked.all_files),
                       tuple(python2), tuple(warnings), tuple(tools), tuple(entries), tuple(declared), n_files, n_lines)
 
 
@@ -842,7 +841,8 @@ def resolve(classified: Classified, resolver: Resolver) -> tuple[tuple[ImportRec
                                                                  tuple[Warning_, ...]]:
     """Third-party imports -> distributions, by kind; returns (records, local modules, warnings)."""
     warnings: list[Warning_] = []
-    for module, path in classified.local_shadowing:
+    for lm in classified.local:
+        module, path = lm.module, lm.path
         res = resolver.resolve(module)
         if res.resolved_with in ("mapping", "model-mapping") and res.distribution:
             warnings.append(Warning_(Location(path), f"local {module} ({path}) has the name of a module of the "

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from pyrepro.resolve import conda_to_pypi, module_alias
+from pyrepro.resolve import conda_to_pypi, module_alias, not_a_package_reason
 
 CONDA_SYSTEM = re.compile(
     r"^(python|pip|setuptools|wheel|cudatoolkit|cudnn|cuda-.*|nccl|mkl.*|intel-.*|openssl|ca-certificates|certifi|"
@@ -30,8 +30,6 @@ CONDA_SYSTEM = re.compile(
     r"gcc.*|gxx.*|icu|expat|pcre.*|krb5|c-ares|yaml|jpeg|giflib|freetype|fontconfig|glib|gst.*|qt.*|"
     r"dbus|nspr|nss|pthread-stubs|xorg-.*|x264|ffmpeg|hdf5|openjpeg|lz4-c|zstd|snappy|brotli.*|"
     r"lerc|libdeflate|jbig|pixman|cairo|harfbuzz|graphite2|mpfr|gmp|mpc)$")
-# Names people list among their software that no installer provides as a Python distribution.
-NOT_PACKAGES = frozenset({"python", "python3", "python2", "pip", "conda", "cuda", "cudatoolkit", "cudnn"})
 # Keys of a requirements dict that hold a group of packages, not a package of that name.
 GROUP_KEYS = frozenset({"python", "pip", "pypi", "conda", "packages", "dependencies", "requirements", "other",
                         "python_packages", "libraries", "software"})
@@ -116,7 +114,7 @@ def parse_software_used(text: str, path: str) -> MetaScan:
     items = sw if isinstance(sw, list) else str(sw).split(",") if isinstance(sw, str) else []
     line = _line_of(text, "software_used")
     out = [_alias(_conda(d)) for s in items if isinstance(s, str) and (d := _req(s, path, line, warnings))]
-    return MetaScan(tuple(d for d in out if d.name not in NOT_PACKAGES), tuple(warnings))
+    return MetaScan(tuple(d for d in out if not_a_package_reason(d.name) is None), tuple(warnings))
 
 
 def _alias(d: Declared) -> Declared:
@@ -188,7 +186,7 @@ def parse_info_json(text: str, path: str) -> MetaScan:
     if req is None:
         return MetaScan((), ())
     _requirements(req, path, line, warnings, out)
-    return MetaScan(tuple(d for d in out if d.name not in NOT_PACKAGES), tuple(warnings))
+    return MetaScan(tuple(d for d in out if not_a_package_reason(d.name) is None), tuple(warnings))
 
 
 def parse_environment_yml(text: str, path: str) -> MetaScan:

@@ -14,15 +14,20 @@
   #   devShells.default              python3 + pdm + pyrepro
   #   checks.<name>-import           every module of the model's dependencies imports (nix/checks.nix)
   #   checks.<name>-test             test-mode run on pyrepro's offline fixture data
-  # Only the registry/app/wrapper part is evaluated and run on the build machines (tests/nixflake
-  # with a busybox stand-in); the dream2nix part is written, not evaluated (no nixpkgs offline).
+  # Evaluated offline, every output on every system, against the real dream2nix and pyproject.nix
+  # (flake.lock revisions) and nixpkgs lib with a builtins-only stand-in package set
+  # (tests/nixeval, docs/nix.md); the registry/app/wrapper part also runs with a busybox stand-in
+  # (tests/nixflake). Nothing here has been BUILT: nixpkgs cannot be fetched where it was made.
   outputs = { self, dream2nix, nixpkgs }:
     let
       systems = [ "x86_64-linux" "aarch64-linux" ];
       forAll = f: nixpkgs.lib.genAttrs systems (system: f nixpkgs.legacyPackages.${system});
       registry = import ./nix/registry.nix;
+      # a model is offered only on the systems its pdm.lock was locked for (nix/systems.nix)
+      systemsOf = import ./nix/systems.nix { root = ./.; supported = systems; };
       modelsFor = pkgs: builtins.mapAttrs
-        (name: _: import ./nix/model.nix { inherit pkgs dream2nix self registry; } name) registry;
+        (name: _: import ./nix/model.nix { inherit pkgs dream2nix self registry; } name)
+        (nixpkgs.lib.filterAttrs (name: _: builtins.elem pkgs.stdenv.hostPlatform.system (systemsOf name)) registry);
       pyreproFor = pkgs: pkgs.python311Packages.buildPythonApplication {
         pname = "pyrepro"; version = "0.1.0"; pyproject = true; src = ./.;
         build-system = [ pkgs.python311Packages.setuptools ];

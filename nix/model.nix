@@ -1,5 +1,6 @@
 # One model package, built with dream2nix's python-pdm module.
-# NOT evaluated here (needs nixpkgs + dream2nix, unreachable offline); see docs/nix.md.
+# Evaluated offline against the real dream2nix with a stand-in nixpkgs (tests/nixeval); never
+# built here (nixpkgs unreachable); see docs/nix.md.
 #   import ./model.nix { inherit pkgs dream2nix self; } "elemnet"
 #
 # Fixed-output fetches (hashes recorded in model.toml by `pyrepro source hash --write`, computed
@@ -90,4 +91,4 @@ let
     else unwrapped;
 in
 # the parts, for inspection (`nix eval .#models.cfid.pyrepro.patches`) and tests/test_nixeval.py
-package // { pyrepro = { inherit upstream benchmarksSrc src patches pythonEnv unwrapped; benchmarksSubdir = bsub; }; }
+package // { pyrepro = { inherit upstream benchmarksSrc src patches pythonEnv unwrapped env; benchmarksSubdir = bsub; }; }

@@ -273,6 +273,12 @@ def check_lock_dir(project_dir: Path) -> list[LockProblem]:
     if "static_urls" in lock.get("metadata", {}).get("strategy", []):
         problems.append(LockProblem(lock_path, "locked with static_urls: dream2nix needs file+hash entries",
                                     "metadata.strategy"))
+    from pyrepro.cycles import unbroken_cycles
+    for cyc in unbroken_cycles(lock):
+        problems.append(LockProblem(
+            lock_path, f"dependency cycle {' -> '.join(cyc)} has no reviewed break: dream2nix would "
+            "recurse forever (infinite recursion); add the edge to remove, with a reason, to "
+            "pyrepro/data/cycle-breaks.toml", "package"))
     packages = lock.get("package", [])
     if not packages and pyproject.get("project", {}).get("dependencies"):
         problems.append(LockProblem(lock_path, "has no packages", "package"))

@@ -179,6 +179,11 @@ def test_flake_outputs__stub_inputs__every_output_for_both_systems(repo_root: Pa
                              "nixpkgs": {"follows": "dream2nix/nixpkgs"}}
     assert got["systems"] == [["aarch64-linux", "x86_64-linux"]] * 5
     assert got["models"] == names
+    # aarch64 offers only models whose pdm.lock was made for it (nix/systems.nix; kgcnn: x86_64 only)
+    import tomllib
+    aarch = [n for n in names if any(t["platform"].endswith("aarch64") for t in tomllib.loads(
+        (repo_root / "models" / n / "pdm.lock").read_text())["metadata"].get("targets", []))]
+    assert got["modelsAarch64"] == aarch and "kgcnn_cgcnn" not in aarch and "elemnet" in aarch
     assert got["packages"] == sorted([*names, "pyrepro"])
     assert sorted(got["apps"]) == sorted([*names, "exfoliation", "pyrepro"])
     assert all(a["type"] == "app" for a in got["apps"].values())

@@ -14,6 +14,7 @@ let
     concatMapStringsSep = sep: f: l: builtins.concatStringsSep sep (map f l);
     mkOption = x: x;
     types = { str = "str"; path = "path"; };
+    filterAttrs = pred: set: builtins.removeAttrs set (builtins.filter (n: !(pred n set.${n})) (builtins.attrNames set));
     genAttrs = names: f: builtins.listToAttrs (map (n: { name = n; value = f n; }) names);
     concatMapAttrs = f: set: builtins.foldl' (acc: n: acc // f n set.${n}) { } (builtins.attrNames set);
     makeBinPath = ps: builtins.concatStringsSep ":" (map (p: "${p}/bin") ps);
@@ -48,5 +49,6 @@ let
   };
   strip = x: if builtins.isAttrs x then builtins.mapAttrs (_: strip) (removeAttrs x [ "python" "outPath" ]) else
     if builtins.isList x then map strip x else if builtins.isPath x then baseNameOf x else x;
+  pkgsFor = system: pkgs // { stdenv.hostPlatform.system = system; };
 in
-{ inherit out lib python pkgs dream2nix strip; }
+{ inherit out lib python pkgs pkgsFor dream2nix strip; }

@@ -1,0 +1,249 @@
+"""Offline evaluation of pyrepro's flake against the REAL dream2nix modules (issue 13).
+
+No nixpkgs and no network: the flake is evaluated with
+
+* the real dream2nix and pyproject.nix at the revisions in ``flake.lock`` (their NAR hashes are
+  checked against the lock before anything runs),
+* the real nixpkgs ``lib`` (a fetched nixpkgs.lib),
+* a builtins-only stand-in package set (``tests/nixeval/standin/pkgs.nix``) whose output paths
+  depend on their inputs, so lock cycles surface as infinite recursion,
+
+through flake machinery (``nix eval --override-input``) on a wrapper flake
+(``tests/nixeval/harness/flake.nix``) that consumes the real flake as an input. What this
+proves: every attribute a build would instantiate evaluates (module options merge, every locked
+package has a source, derivations are well-formed, no dependency cycle). What it cannot prove:
+that anything builds or runs (the stand-in never builds).
+
+The fetched sources are never committed. Their location comes from ``PYREPRO_NIX_SOURCES``, a
+folder holding ``dream2nix/``, ``pyproject.nix/`` and ``nixpkgs.lib/``; make it with
+
+    python -m tests.nixeval.harness sources DEST [--mirror DIR]
+
+(``--mirror``: a folder of bare git mirrors named ``owner+name/repo``; else ``git clone`` from
+GitHub). Then ``PYREPRO_NIX_SOURCES=DEST python -m tests.nixeval.harness run`` prints, per
+system and model, whether it evaluates, and the counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyrepro import proc
+
+SOURCES_VAR = "PYREPRO_NIX_SOURCES"
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+# flake.lock node -> folder under $PYREPRO_NIX_SOURCES, GitHub repository
+LOCKED = {"dream2nix": ("dream2nix", "nix-community/dream2nix"),
+          "pyproject-nix": ("pyproject.nix", "pyproject-nix/pyproject.nix")}
+# nixpkgs itself cannot be fetched; its lib is taken from nixpkgs.lib at the commit nearest
+# before the locked nixpkgs revision's date (the lib is all the stand-in uses of nixpkgs).
+NIXPKGS_LIB = ("nixpkgs.lib", "nix-community/nixpkgs.lib")
+
+
+def nix_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["NIX_CONFIG"] = "experimental-features = nix-command flakes\nflake-registry = \nwarn-dirty = false"
+    return env
+
+
+def sources_dir() -> Path | None:
+    """The fetched sources named by $PYREPRO_NIX_SOURCES, or None when unset or incomplete."""
+    val = os.environ.get(SOURCES_VAR, "")
+    if not val:
+        return None
+    p = Path(val)
+    names = [d for d, _ in LOCKED.values()] + [NIXPKGS_LIB[0]]
+    return p if all((p / n).is_dir() for n in names) else None
+
+
+def _lock(root: Path) -> dict:
+    return json.loads((root / "flake.lock").read_text())["nodes"]
+
+
+def check_sources(root: Path, src: Path) -> list[str]:
+    """Problems with the fetched sources: a NAR hash that differs from flake.lock's."""
+    nodes, bad = _lock(root), []
+    for node, (folder, _) in LOCKED.items():
+        want = nodes[node]["locked"]["narHash"]
+        got = proc.run(["nix", "hash", "path", str(src / folder)], env=nix_env()).stdout.strip()
+        if got != want:
+            bad.append(f"{src / folder}: NAR hash {got}, flake.lock has {want} "
+                       f"(rev {nodes[node]['locked']['rev']})")
+    return bad
+
+
+def get_sources(root: Path, dest: Path, mirror: Path | None) -> None:
+    """Write dream2nix, pyproject.nix (flake.lock revisions) and nixpkgs.lib into ``dest``."""
+    nodes = _lock(root)
+    dest.mkdir(parents=True, exist_ok=True)
+    nixpkgs_date = nodes["nixpkgs"]["locked"]["lastModified"]
+    wanted = [(folder, repo, nodes[node]["locked"]["rev"]) for node, (folder, repo) in LOCKED.items()]
+    wanted.append((*NIXPKGS_LIB, None))
+    for folder, repo, rev in wanted:
+        git_dir = mirror / repo.replace("/", "+") / "repo" if mirror else None
+        if git_dir is None or not git_dir.is_dir():
+            git_dir = dest / f".{folder}.git"
+            if not git_dir.is_dir():
+                proc.run(["git", "clone", "--bare", f"https://github.com/{repo}", str(git_dir)])
+        if rev is None:
+            rev = proc.run(["git", "--git-dir", str(git_dir), "log", "-1", "--format=%H",
+                            f"--until=@{nixpkgs_date}", "HEAD"]).stdout.strip()
+        out = dest / folder
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", rev],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+        print(f"{out}: {repo} {rev}")
+
+
+@dataclass
+class World:
+    """A throw-away copy of the checkout plus the stand-in flakes, ready for ``nix eval``."""
+
+    work: Path
+    src: Path
+    project: Path = field(init=False)
+    harness: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.project = self.work / "project"
+        self.harness = self.work / "harness"
+
+    def overrides(self, *, project: bool = False) -> list[str]:
+        """``--override-input`` arguments for the harness flake (or, ``project``, for the copy of
+        pyrepro's own flake)."""
+        pre = "" if project else "pyrepro/"
+        pairs = {} if project else {"pyrepro": self.project}
+        pairs |= {f"{pre}dream2nix": self.src / "dream2nix",
+                  f"{pre}dream2nix/nixpkgs": self.work / "standin",
+                  f"{pre}dream2nix/pyproject-nix": self.src / "pyproject.nix",
+                  f"{pre}dream2nix/purescript-overlay": self.work / "empty"}
+        return [a for k, v in pairs.items() for a in ("--override-input", k, f"path:{v}")]
+
+
+def prepare(root: Path, src: Path, work: Path) -> World:
+    """Copy the checkout's files (tracked and new, not ignored) and the stand-ins into ``work``."""
+    world = World(work, src)
+    files = proc.run(["git", "-C", str(root), "ls-files", "-co", "--exclude-standard", "-z"]).stdout
+    world.project.mkdir(parents=True)
+    for rel in filter(None, files.split("\0")):
+        if rel.startswith("tests/") or not (root / rel).is_file():
+            continue
+        dest = world.project / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / rel, dest)
+    shutil.copytree(HERE / "standin", work / "standin")
+    shutil.copytree(src / "nixpkgs.lib" / "lib", work / "standin" / "lib")
+    shutil.copytree(HERE / "empty", work / "empty")
+    shutil.copytree(HERE / "harness", world.harness)
+    return world
+
+
+def evaluate(world: World, attr: str, *, apply: str | None = None) -> tuple[bool, object]:
+    """``nix eval --json`` one attribute of the harness flake: (True, value) or (False, error)."""
+    cmd = ["nix", "eval", "--json", f"path:{world.harness}#{attr}", *world.overrides()]
+    if apply:
+        cmd += ["--apply", apply]
+    done = proc.run(cmd, check=False, env=nix_env())
+    if done.returncode != 0:
+        lines = [ln for ln in done.stderr.splitlines() if ln.startswith("error:") or ln.startswith("       ")]
+        return False, "\n".join(lines[:12]) or done.stderr[-2000:]
+    return True, json.loads(done.stdout)
+
+
+@dataclass(frozen=True)
+class Result:
+    system: str
+    model: str
+    ok: bool
+    detail: object  # the forced paths (ok) or the error text
+
+
+def run(world: World, jobs: int = 2) -> tuple[dict, list[Result], dict]:
+    """Evaluate every model on every system the flake offers it on, then the shared outputs."""
+    ok, systems = evaluate(world, "systems")
+    if not ok:
+        raise RuntimeError(f"the flake's outputs do not evaluate:\n{systems}")
+    assert isinstance(systems, dict)
+    pairs = [(s, m) for s, names in sorted(systems["models"].items()) for m in names]
+
+    def one(pair: tuple[str, str]) -> Result:
+        s, m = pair
+        ok, val = evaluate(world, f"models.{s}.{m}")
+        return Result(s, m, ok, val)
+
+    with ThreadPoolExecutor(jobs) as ex:
+        results = list(ex.map(one, pairs))
+    shared = {s: evaluate(world, f"shared.{s}") for s in sorted(systems["apps"])}
+    return systems, results, shared
+
+
+def summary(systems: dict, results: list[Result], shared: dict) -> str:
+    lines = []
+    for r in results:
+        if r.ok:
+            assert isinstance(r.detail, dict)
+            lines.append(f"ok      {r.system:14} {r.model:18} {len(r.detail['locked']):4} locked packages, "
+                         f"pyEnv, package, app, {len(r.detail['checks'])} checks")
+        else:
+            first = str(r.detail).splitlines()[0] if r.detail else "?"
+            lines.append(f"FAILED  {r.system:14} {r.model:18} {first}")
+    for s, (ok, val) in shared.items():
+        lines.append(f"{'ok' if ok else 'FAILED':7} {s:14} {'shared':18} "
+                     + ("apps.exfoliation, apps.pyrepro, devShells.default, pyrepro" if ok else str(val).splitlines()[0]))
+    good = sum(r.ok for r in results)
+    pkgs = sum(len(r.detail["locked"]) for r in results if r.ok and isinstance(r.detail, dict))
+    lines.append(f"{good}/{len(results)} model-system pairs evaluate ({pkgs} locked package output paths forced); "
+                 f"shared outputs: {sum(ok for ok, _ in shared.values())}/{len(shared)} systems")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.nixeval.harness", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("sources", help="write the fetched sources at the flake.lock revisions")
+    g.add_argument("dest", type=Path)
+    g.add_argument("--mirror", type=Path)
+    r = sub.add_parser("run", help=f"evaluate every model (needs ${SOURCES_VAR})")
+    r.add_argument("--work", type=Path, help="work folder (default: a fresh temporary folder)")
+    r.add_argument("--jobs", type=int, default=2)
+    r.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+    if a.cmd == "sources":
+        get_sources(ROOT, a.dest, a.mirror)
+        return 0
+    src = sources_dir()
+    if src is None:
+        print(f"set {SOURCES_VAR} to a folder with dream2nix/, pyproject.nix/ and nixpkgs.lib/ "
+              "(python -m tests.nixeval.harness sources DEST)", file=sys.stderr)
+        return 2
+    bad = check_sources(ROOT, src)
+    if bad:
+        print("\n".join(bad), file=sys.stderr)
+        return 2
+    import tempfile
+    work = a.work or Path(tempfile.mkdtemp(prefix="pyrepro-nixeval-"))
+    if work.exists() and any(work.iterdir()):
+        shutil.rmtree(work)
+    world = prepare(ROOT, src, work)
+    systems, results, shared = run(world, a.jobs)
+    if a.json:
+        print(json.dumps({"results": [vars(r) for r in results],
+                          "shared": {s: {"ok": ok, "detail": v} for s, (ok, v) in shared.items()}}, indent=1))
+    else:
+        print(summary(systems, results, shared))
+    return 0 if all(r.ok for r in results) and all(ok for ok, _ in shared.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -223,6 +223,40 @@ def _cell(x: Any) -> str:
     return str(x).replace("|", "\\|").replace("\n", " ")
 
 
+STATUS_COLUMNS = ("model", "lock (category)", "patches", "build (local)", "imports", "test run (fixture)",
+                  "verdict")
+
+
+def status_cells(m: dict[str, Any]) -> list[str]:
+    """One model's row of the status table, in ``STATUS_COLUMNS`` order, as plain text (the
+    Markdown of docs/STATUS.md and the HTML page both show these cells)."""
+    lk = m["lock"]
+    lock = f"{lk['category']}: {lk['label']}" if lk.get("category") else "not locked"
+    pcats = sorted({p["category"] for p in m["patches"]})
+    patches_s = f"{len(m['patches'])} ({', '.join(pcats)})" if m["patches"] else "none yet"
+    if m["build"]:
+        build = f"ok, Python {m['build']['python']}"
+    elif m["run"] and m["run"].get("stage") == "build":
+        build = "failed (see verdict)"
+    else:
+        build = "not built"
+    imp = m["imports"]
+    if imp:
+        bad = [r for r in imp.get("results", []) if r[1] != "ok"]
+        imports = f"{len(imp.get('results', [])) - len(bad)}/{len(imp.get('results', []))} ok"
+    else:
+        imports = "not checked"
+    run = m["run"]
+    if run:
+        runs = (f"exit {run['exit_code']} in {run['seconds']} s" if run.get("exit_code") is not None
+                else f"not run: {short_error(run.get('error') or '')}")
+        v = run.get("verdict") or {}
+        verdict_s = f"{v.get('tier')}: {short_error(v.get('reason') or '')}"
+    else:
+        runs, verdict_s = "not run", "-"
+    return [m["name"], lock, patches_s, build, imports, runs, verdict_s]
+
+
 def render_markdown(rep: dict[str, Any]) -> str:
     out = [
         "# Status",
@@ -231,35 +265,11 @@ def render_markdown(rep: dict[str, Any]) -> str:
         "committed run summaries (`models/<name>/last-run.json`). Fixture-data runs prove executability,",
         "never a numerical result.",
         "",
-        "| model | lock (category) | patches | build (local) | imports | test run (fixture) | verdict |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| " + " | ".join(STATUS_COLUMNS) + " |",
+        "|" + " --- |" * len(STATUS_COLUMNS),
     ]
     for m in rep["models"]:
-        lk = m["lock"]
-        lock = f"{lk['category']}: {lk['label']}" if lk.get("category") else "not locked"
-        pcats = sorted({p["category"] for p in m["patches"]})
-        patches_s = f"{len(m['patches'])} ({', '.join(pcats)})" if m["patches"] else "none yet"
-        if m["build"]:
-            build = f"ok, Python {m['build']['python']}"
-        elif m["run"] and m["run"].get("stage") == "build":
-            build = "failed (see verdict)"
-        else:
-            build = "not built"
-        imp = m["imports"]
-        if imp:
-            bad = [r for r in imp.get("results", []) if r[1] != "ok"]
-            imports = f"{len(imp.get('results', [])) - len(bad)}/{len(imp.get('results', []))} ok"
-        else:
-            imports = "not checked"
-        run = m["run"]
-        if run:
-            runs = (f"exit {run['exit_code']} in {run['seconds']} s" if run.get("exit_code") is not None
-                    else f"not run: {short_error(run.get('error') or '')}")
-            v = run.get("verdict") or {}
-            verdict_s = f"{v.get('tier')}: {short_error(v.get('reason') or '')}"
-        else:
-            runs, verdict_s = "not run", "-"
-        out.append("| " + " | ".join(_cell(c) for c in (m["name"], lock, patches_s, build, imports, runs, verdict_s)) + " |")
+        out.append("| " + " | ".join(_cell(c) for c in status_cells(m)) + " |")
     runs = [m for m in rep["models"] if m.get("run")]
     executable = [m for m in runs if ((m["run"] or {}).get("verdict") or {}).get("tier") == "executable"]
     out += ["", "## What this does and does not show", "",

@@ -162,6 +162,8 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the JSON on stdout"),
         no_refresh: bool = typer.Option(False, "--no-refresh",
                                         help="Do not update models/<name>/last-run.json from this machine's cache"),
+        html: Path = typer.Option(None, "--html", help="Also write one self-contained HTML page: the status table "
+                                  "and each model's dependency graph"),
     ) -> None:
         """Write docs/STATUS.md and docs/status.json from the registry, locks, patches and run summaries.
 
@@ -173,9 +175,13 @@ def register(app: typer.Typer) -> None:
 
         paths = Paths.discover()
         md = out or paths.root / "docs" / "STATUS.md"
-        rep = report.write_report(load_registry(paths.models), paths, md, md.with_name("status.json"),
-                                  refresh=not no_refresh)
+        registry = load_registry(paths.models)
+        rep = report.write_report(registry, paths, md, md.with_name("status.json"), refresh=not no_refresh)
+        if html is not None:
+            from pyrepro import report_html
+
+            report_html.write_html(rep, registry, paths, html)
         if as_json:
-            emit_json(rep)
+            emit_json(rep | {"html": str(html) if html is not None else None})
         else:
-            typer.echo(f"wrote {md} and {md.with_name('status.json')}")
+            typer.echo(f"wrote {md} and {md.with_name('status.json')}" + (f" and {html}" if html is not None else ""))

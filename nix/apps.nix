@@ -1,7 +1,8 @@
 # `exfoliation` app: runs every model serving dft_3d_exfoliation_energy in turn, passes the
 # arguments (e.g. --test) through, prints a summary; one failure does not stop the others.
-# Each model writes its predictions to ${PYREPRO_OUTPUT_DIR:-$PWD/exfoliation}/<name>/ (the
-# file names are the same for every model).
+# Each model writes its predictions to $PYREPRO_OUTPUT_DIR/<name>/, by default
+# <cache>/runs/exfoliation/<UTC time>/<name>/ (cache as in nix/wrapper.nix; never the caller's
+# directory, which is often the checkout); the file names are the same for every model.
 # Needs only `pkgs.writeShellScriptBin`; `models` is { name = package with bin/<name>; }.
 { pkgs, registry, models, benchmark ? "dft_3d_exfoliation_energy", appName ? "exfoliation" }:
 let
@@ -18,7 +19,8 @@ let
   '';
   script = pkgs.writeShellScriptBin appName ''
     ok=""; fail=""
-    base="''${PYREPRO_OUTPUT_DIR:-$PWD/${appName}}"
+    cache="''${PYREPRO_CACHE:-''${XDG_CACHE_HOME:-''${HOME:-/tmp}/.cache}/pyrepro}"
+    base="''${PYREPRO_OUTPUT_DIR:-$cache/runs/${appName}/$(date -u +%Y%m%dT%H%M%SZ)}"
     ${builtins.concatStringsSep "\n" (map runOne names)}
     echo "${appName}: ok:''${ok:- none} failed:''${fail:- none} (predictions under $base)"
     [ -z "$fail" ]

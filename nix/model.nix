@@ -86,9 +86,9 @@ let
     runtime = root + "/pyrepro/runtime";
     entry = m.entry.command;
   };
-  package = if (m.gpu or "none") != "none"
-    then import ./gpu.nix { inherit pkgs; } { inherit name; program = "${unwrapped}/bin/${name}"; gpu = m.gpu; }
-    else unwrapped;
+  # every model goes through the GPU wrapper, "none" too: it clears CUDA_VISIBLE_DEVICES and sets
+  # PYREPRO_GPU=none, as the local backend does (one policy: pyrepro/data/gpu-wrapper.sh)
+  package = import ./gpu.nix { inherit pkgs; } { inherit name; program = "${unwrapped}/bin/${name}"; gpu = m.gpu or "none"; };
 in
 # the parts, for inspection (`nix eval .#models.cfid.pyrepro.patches`) and tests/test_nixeval.py
 package // { pyrepro = { inherit upstream benchmarksSrc src patches pythonEnv unwrapped env; benchmarksSubdir = bsub; }; }

@@ -259,6 +259,14 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
     bench = resolve_benchmark(benchmark or spec.default_benchmark)
     if bench not in spec.benchmarks:
         raise UsageError(f"{spec.name} does not serve benchmark {bench!r}; it serves {', '.join(spec.benchmarks)}")
+    # the GPU decision comes first: a model that requires a GPU is refused before anything is
+    # built (the same policy as the Nix wrapper, pyrepro/data/gpu-wrapper.sh)
+    discovery = gpu.discover_driver()
+    decision = gpu.decide(spec.gpu, use_gpu, discovery)
+    if decision.level == "error":
+        from pyrepro.errors import MissingToolError
+
+        raise MissingToolError(decision.message, hint="run it on a machine with an NVIDIA driver")
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
     run_dir = paths.cache / "runs" / spec.name / stamp
     work, out, logs = run_dir / "work", run_dir / "out", run_dir / "logs"
@@ -293,10 +301,6 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
     if test:
         cmd += list(spec.test.args)
     prefix, protection = readonly_prefix(b.src_dir.parent, runner)
-    discovery = gpu.discover_driver()
-    decision = gpu.decide(spec.gpu, use_gpu, discovery)
-    if decision.level == "error" and use_gpu:
-        raise PyreproError(decision.message)
     base = {
         "PATH": f"{b.env_dir / 'bin'}:/usr/local/bin:/usr/bin:/bin",
         "HOME": str(work / "home"), "XDG_CACHE_HOME": str(work / "home" / ".cache"),

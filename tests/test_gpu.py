@@ -199,7 +199,7 @@ def _run_wrapper(root: Path, need: str, tmp: Path) -> subprocess.CompletedProces
     prog.write_text('#!/bin/sh\necho "LD=${LD_LIBRARY_PATH:-} CVD=${CUDA_VISIBLE_DEVICES-unset} GPU=${PYREPRO_GPU:-} ARGS=$*"\n')
     prog.chmod(0o755)
     env = {"PATH": "/usr/bin:/bin", "PYREPRO_GPU_ROOT": str(root), "PYREPRO_GPU_NEED": need,
-           "PYREPRO_GPU_PRIVATE": str(tmp / "priv")}
+           "PYREPRO_GPU_PRIVATE": str(tmp / "priv"), "PYREPRO_USE_GPU": "1"}
     return subprocess.run(["sh", str(WRAPPER), str(prog), "--test", "a b"], env=env, capture_output=True,
                           text=True, check=False)
 
@@ -221,7 +221,7 @@ def test_wrapper__no_driver_optional__cpu_and_says_so(tmp_path: Path) -> None:
 
 def test_wrapper__no_driver_required__error_exit(tmp_path: Path) -> None:
     res = _run_wrapper(make_root(tmp_path, "none"), "required", tmp_path)
-    assert res.returncode == 3 and res.stdout == ""
+    assert res.returncode == 7 and res.stdout == ""
     assert "requires a GPU" in res.stderr
 
 
@@ -256,8 +256,54 @@ def test_gpu_nix__busybox_stand_in_pkgs__wrapper_builds_and_runs(tmp_path: Path)
         ''')
     (tmp_path / "t.nix").write_text(expr)
     out = proc.run(["nix-build", "--no-out-link", str(tmp_path / "t.nix")], env=nix_env()).stdout.strip()
-    res = subprocess.run([f"{out}/bin/model-gpu", "--test"], capture_output=True, text=True,
+    res = subprocess.run([f"{out}/bin/model-gpu", "--gpu", "--test"], capture_output=True, text=True,
                          env={"PATH": "/usr/bin:/bin", "PYREPRO_GPU_ROOT": str(root),
                               "PYREPRO_GPU_PRIVATE": str(tmp_path / "priv")}, check=True)
     assert res.stdout.strip() == f"model-ran LD={tmp_path}/priv args=--test"
     assert "NVIDIA driver 535.104.05" in res.stderr
+
+
+@pytest.mark.parametrize("need", ["none", "optional", "required"])
+@pytest.mark.parametrize("how", ["", "arg", "env"])
+@pytest.mark.parametrize("layout", ["debian", "none"])
+def test_policy__wrapper_and_local_backend__same_decision_and_environment(
+        tmp_path: Path, need: str, how: str, layout: str) -> None:
+    """One GPU policy: pyrepro.gpu.decide + runtime_env (local backend) and the Nix wrapper give
+    the same GPU use, CUDA_VISIBLE_DEVICES, PYREPRO_GPU and refusal, for every case. `--gpu`
+    requests the GPU and never reaches the program."""
+    root = make_root(tmp_path, layout)
+    requested = how != ""
+    d = gpu.discover_driver(root, runner=None)
+    dec = gpu.decide(need, requested, d)
+    prog = tmp_path / "prog.sh"
+    prog.write_text('#!/bin/sh\necho "LD=${LD_LIBRARY_PATH:-} CVD=${CUDA_VISIBLE_DEVICES-unset} '
+                    'GPU=${PYREPRO_GPU:-} ARGS=$*"\n')
+    prog.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "PYREPRO_GPU_ROOT": str(root), "PYREPRO_GPU_NEED": need,
+           "PYREPRO_GPU_PRIVATE": str(tmp_path / "priv")}
+    if how == "env":
+        env["PYREPRO_USE_GPU"] = "1"
+    args = ["--test", *(["--gpu"] if how == "arg" else []), "a b"]
+    res = subprocess.run(["sh", str(WRAPPER), str(prog), *args], env=env, capture_output=True, text=True,
+                         check=False)
+    if dec.level == "error":
+        assert res.returncode == 7 and res.stdout == "" and "requires a GPU" in res.stderr
+        return
+    want = gpu.runtime_env({}, dec, d.driver, tmp_path / "priv" if dec.use_gpu else None)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == (f"LD={want.get('LD_LIBRARY_PATH', '')} CVD={want.get('CUDA_VISIBLE_DEVICES', 'unset')} "
+                                  f"GPU={want['PYREPRO_GPU']} ARGS=--test a b")
+    assert ("warning" in res.stderr) == (dec.level == "warning")
+
+
+def test_wrapper__own_private_dir__removed_when_the_program_ends(tmp_path: Path) -> None:
+    root = make_root(tmp_path, "debian")
+    prog = tmp_path / "prog.sh"
+    prog.write_text('#!/bin/sh\nls "${LD_LIBRARY_PATH%%:*}" | wc -l; exit 4\n')
+    prog.chmod(0o755)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    res = subprocess.run(["sh", str(WRAPPER), str(prog), "--gpu"], capture_output=True, text=True, check=False,
+                         env={"PATH": "/usr/bin:/bin", "PYREPRO_GPU_ROOT": str(root), "TMPDIR": str(tmp)})
+    assert res.returncode == 4 and res.stdout.strip() == str(len(DRIVER))
+    assert list(tmp.iterdir()) == []

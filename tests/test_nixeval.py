@@ -137,7 +137,8 @@ def test_model_nix__stub_pkgs__fetches_patches_and_wrappers_follow_model_toml(re
         assert penv["modules"][0].endswith(f"models/{spec.name}/default.nix")
         wrapper = parts["unwrapped"]["text"]
         cmd = " ".join(f"'{c}'" for c in spec.entry)
-        assert f"exec {cmd} --output-dir" in wrapper and "mktemp -d" in wrapper
+        assert f"\n{cmd} \"$@\" &\n" in wrapper and "set -- --output-dir" in wrapper and "mktemp -d" in wrapper
+        assert "trap 'rm -rf \"$work\"' EXIT" in wrapper
         assert f"/{parts['benchmarksSubdir']}" in wrapper
         mod = g["module"]
         assert mod["imports"] == ["python-pdm"] and mod["name"] == f"pyrepro-model-{spec.name}"
@@ -145,10 +146,8 @@ def test_model_nix__stub_pkgs__fetches_patches_and_wrappers_follow_model_toml(re
         assert mod["pyproject"] == str(repo_root / "models" / spec.name / "pyproject.toml")
         assert mod["python"] == "python" + spec.python.replace(".", "")
         assert mod["options"] == ["modelToml", "name", "pythonAttr", "upstreamName"]
-        if spec.gpu == "none":
-            assert g["stub"] == f"script-{spec.name}"
-        else:
-            assert f'PYREPRO_GPU_NEED="{spec.gpu}"' in g["text"] and "gpu-wrapper.sh" in g["text"]
+        # every model, gpu = "none" too, goes through the GPU wrapper (one policy with the local backend)
+        assert f'PYREPRO_GPU_NEED="{spec.gpu}"' in g["text"] and "gpu-wrapper.sh" in g["text"]
 
 
 @needs_nix

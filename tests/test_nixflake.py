@@ -79,21 +79,31 @@ def test_test_flake__build_run_check_eval__work_offline(test_flake: Path, tmp_pa
     assert (out / "bin" / "alpha").exists()
     caller = tmp_path / "caller"
     caller.mkdir()
-    r = _nix(["run", f"{d}#exfoliation", "--", "--test"], caller, {"XDG_CACHE_HOME": str(caller.parent / "xdg")})
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    r = _nix(["run", f"{d}#exfoliation", "--", "--test"], caller,
+             {"XDG_CACHE_HOME": str(caller.parent / "xdg"), "TMPDIR": str(tmp)})
     assert r.returncode == 0, r.stderr
     runs = r.stdout.split("exfoliation:")[0]
     assert "== alpha" in runs and "== beta" in runs and "gamma" not in runs
     assert "ok: alpha beta" in r.stdout
-    # every model got --test and --benchmark, ran in a fresh work dir with HOME inside it,
-    # wrote its predictions to <caller>/exfoliation/<name>/, and nothing into the source or store
+    # every model got --test and --benchmark, ran in a fresh work dir with HOME inside it (removed
+    # at exit), wrote its predictions to <cache>/runs/exfoliation/<time>/<name>/ (never the
+    # caller's directory, often the checkout), and nothing into the source, store or data folder
     for line in (ln for ln in r.stdout.splitlines() if ln.startswith("run in ")):
         assert "test=1" in line and "/pyrepro-" in line.split(" test=")[0]
         work = line.split()[2]
         assert f"home={work}/home" in line
         assert f"data={caller.parent / 'xdg' / 'pyrepro' / 'data' / 'jarvis'} " in line
-    assert (caller / "exfoliation" / "alpha" / "prediction.csv.zip").is_file()
-    assert (caller / "exfoliation" / "beta" / "prediction.csv.zip").is_file()
-    assert "gpu=optional" in r.stdout  # beta went through nix/gpu.nix
+    [base] = (caller.parent / "xdg" / "pyrepro" / "runs" / "exfoliation").iterdir()
+    assert (base / "alpha" / "prediction.csv.zip").is_file()
+    assert (base / "beta" / "prediction.csv.zip").is_file()
+    assert f"(predictions under {base})" in r.stdout
+    assert list(caller.iterdir()) == [] and list(tmp.iterdir()) == []  # work dirs removed
+    assert not (caller.parent / "xdg" / "pyrepro" / "data").exists()  # data is only read
+    # every model goes through nix/gpu.nix: CPU, with the reason said (one policy with the local backend)
+    assert "gpu=optional" in r.stdout and "gpu=none" in r.stdout
+    assert "CPU run (model needs no GPU)" in r.stderr
     assert "pyrepro-gpu" in r.stderr  # the wrapper said what it found (no driver here: CPU)
     assert not (out / "written-here").exists()
     assert not (d / "fixture-src" / "written-here").exists()

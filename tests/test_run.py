@@ -60,3 +60,23 @@ def test_run_many__one_model_fails__others_still_run(world: Paths, monkeypatch: 
     recs = run.run_many([spec, spec, spec], world, benchmark=None, test=True)
     assert len(calls) == 3 and [r.error is None for r in recs] == [False, False, True]
     assert recs[1].error is not None and "internal error (KeyError" in recs[1].error
+
+
+def test_run_model__gpu_required_without_driver__refused_before_any_build(
+        world: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local backend applies the Nix wrapper's policy: a model that requires a GPU is refused
+    on a machine without a driver (exit 7, as the wrapper), before anything is built or recorded."""
+    from pyrepro import gpu
+    from pyrepro.errors import MissingToolError, exit_code_for
+
+    toml = world.models / "mini" / "model.toml"
+    text = toml.read_text()
+    toml.write_text(text.replace('gpu = "none"', 'gpu = "required"') if 'gpu = "none"' in text
+                    else text.replace("\n[source]", 'gpu = "required"\n\n[source]', 1))
+    spec = load_registry(world.models).get("mini")
+    assert spec.gpu == "required"
+    monkeypatch.setattr(gpu, "discover_driver", lambda *a, **k: gpu.Discovery(None, ("/nowhere",), ()))
+    with pytest.raises(MissingToolError, match="requires a GPU") as e:
+        run.run_model(spec, world, test=True, mirror=SC / "mirror", runner=_pip_fails)
+    assert exit_code_for(e.value) == 7
+    assert not (world.cache / "runs").exists() and not (world.cache / "envs").exists()

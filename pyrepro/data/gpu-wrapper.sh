@@ -3,9 +3,15 @@
 # expose only its libraries through a private directory prepended to LD_LIBRARY_PATH, and
 # run the program. Same algorithm as pyrepro/gpu.py (tests compare the two).
 #
-# Usage: gpu-wrapper PROGRAM [ARGS...]
+# Usage: gpu-wrapper PROGRAM [--gpu] [ARGS...]
+# Policy (the same as pyrepro.gpu.decide; tests/test_gpu.py runs both over every case):
+#   none      CPU, always (CUDA_VISIBLE_DEVICES=""); a GPU request is a warning
+#   optional  the GPU only when requested (--gpu, or PYREPRO_USE_GPU=1) and a driver is found;
+#             requested without a driver: a warning, CPU
+#   required  no driver: error, exit 7 (pyrepro's exit code for a missing program or driver)
 # Environment:
 #   PYREPRO_GPU_NEED      none | optional | required   (from model.toml; default optional)
+#   PYREPRO_USE_GPU=1     request the GPU (as `pyrepro run --gpu`); `--gpu` is taken out of ARGS
 #   PYREPRO_GPU_ROOT      prefix of the host filesystem (tests use a fake root; default empty)
 #   PYREPRO_GPU_PRIVATE   private library directory (default: a fresh mktemp -d)
 #   PYREPRO_GPU_PROBE=1   print what was found as key=value lines and exit (no exec)
@@ -15,9 +21,32 @@ R=${PYREPRO_GPU_ROOT:-}
 say() { printf 'pyrepro-gpu: %s\n' "$*" >&2; }
 LIBRE='^(libcuda|libcudadebugger|libnvidia-[A-Za-z0-9_-]+|libnvcuvid|libnvoptix|libEGL_nvidia|libGLX_nvidia|libGLESv2_nvidia|libGLESv1_CM_nvidia)\.so(\.[0-9.]+)?$'
 
-if [ "$need" = none ] && [ -z "${PYREPRO_GPU_PROBE:-}" ]; then
-  export CUDA_VISIBLE_DEVICES=""
+# take --gpu out of the program's arguments (the program itself never sees it)
+requested=${PYREPRO_USE_GPU:-}
+[ "$requested" = 0 ] && requested=""
+prog=${1:-}; [ $# -gt 0 ] && shift
+n=$#; i=0
+while [ "$i" -lt "$n" ]; do
+  a=$1; shift; i=$((i + 1))
+  if [ "$a" = --gpu ]; then requested=1; else set -- "$@" "$a"; fi
+done
+set -- "$prog" "$@"
+
+cpu() {  # run on CPU, with the reason: cpu MESSAGE PROGRAM [ARGS...]
+  say "$1"; shift
+  export CUDA_VISIBLE_DEVICES="" PYREPRO_GPU=none
   exec "$@"
+}
+
+if [ -z "${PYREPRO_GPU_PROBE:-}" ]; then
+  if [ "$need" = none ]; then
+    if [ -n "$requested" ]; then m="warning: this model has no GPU code path; running on CPU"
+    else m="CPU run (model needs no GPU)"; fi
+    cpu "$m" "$@"
+  fi
+  if [ "$need" = optional ] && [ -z "$requested" ]; then
+    cpu "CPU run (GPU optional; pass --gpu or set PYREPRO_USE_GPU=1 to use one)" "$@"
+  fi
 fi
 
 candidates() {
@@ -49,12 +78,10 @@ EOC
 if [ -z "$dir" ]; then
   if [ -n "${PYREPRO_GPU_PROBE:-}" ]; then printf 'found=no\nsearched=%s\nnotes=%s\n' "$searched" "$notes"; exit 0; fi
   if [ "$need" = required ]; then
-    say "no NVIDIA driver found (searched $searched); this model requires a GPU"
-    exit 3
+    say "error: no NVIDIA driver found (searched $searched); this model requires a GPU"
+    exit 7
   fi
-  say "no NVIDIA driver found; running on CPU"
-  export CUDA_VISIBLE_DEVICES=""
-  exec "$@"
+  cpu "warning: no NVIDIA driver found (searched $searched); running on CPU" "$@"
 fi
 
 host_dir=${dir#"$R"}
@@ -96,7 +123,9 @@ if [ -n "${PYREPRO_GPU_PROBE:-}" ]; then
   exit 0
 fi
 
-priv=${PYREPRO_GPU_PRIVATE:-$(mktemp -d "${TMPDIR:-/tmp}/pyrepro-gpu.XXXXXX")}
+own=""
+if [ -n "${PYREPRO_GPU_PRIVATE:-}" ]; then priv=$PYREPRO_GPU_PRIVATE
+else priv=$(mktemp -d "${TMPDIR:-/tmp}/pyrepro-gpu.XXXXXX") && own=1; fi
 mkdir -p "$priv"
 for name in $libs; do ln -sf "$dir/$name" "$priv/$name"; done
 export LD_LIBRARY_PATH="$priv${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -107,4 +136,15 @@ n=$(printf '%s\n' $libs | grep -c .)
 msg="NVIDIA driver ${version:-(version unknown)} from $host_dir ($kind); exposing $n libraries"
 [ -n "$missing" ] && msg="$msg; partial: missing $(printf '%s' "$missing" | sed 's/ /, /g')"
 say "$msg"
-exec "$@"
+[ -z "$own" ] && exec "$@"
+# A private directory this wrapper made is removed when the program ends: the program runs as
+# a child (not exec), INT/TERM/HUP are passed on to it, its exit status is returned.
+"$@" &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null' INT TERM HUP
+while :; do
+  wait "$child"; status=$?
+  kill -0 "$child" 2>/dev/null || break
+done
+rm -rf "$priv"
+exit "$status"

@@ -39,9 +39,7 @@
             entry = m.entry.command;
           };
         in
-        if (m.gpu or "none") != "none"
-        then import ./nix/gpu.nix { inherit pkgs; } { inherit name; program = "${unwrapped}/bin/${name}"; gpu = m.gpu; }
-        else unwrapped) registry;
+        import ./nix/gpu.nix { inherit pkgs; } { inherit name; program = "${unwrapped}/bin/${name}"; gpu = m.gpu or "none"; }) registry;
       apps = import ./nix/apps.nix { inherit pkgs registry models; };
     in
     {
@@ -50,7 +48,7 @@
       apps.${system} = apps;
       checks.${system} = builtins.mapAttrs (name: pkg: derivation {
         name = "${name}-test"; inherit system; builder = bb;
-        args = [ "sh" "-c" "export PATH=${bbdir}/bin; export HOME=$TMPDIR; cd $TMPDIR; ${pkg}/bin/${name} --test > $TMPDIR/log && ${bb} grep -q 'test=1' $TMPDIR/log && ${bb} test -f $TMPDIR/prediction.csv.zip && ${bb} touch $out" ];
+        args = [ "sh" "-c" "export PATH=${bbdir}/bin; export HOME=$TMPDIR PYREPRO_OUTPUT_DIR=$TMPDIR; cd $TMPDIR; ${pkg}/bin/${name} --test > $TMPDIR/log && ${bb} grep -q 'test=1' $TMPDIR/log && ${bb} test -f $TMPDIR/prediction.csv.zip && ${bb} touch $out" ];
       }) models;
     };
 }

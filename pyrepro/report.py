@@ -23,8 +23,34 @@ from pyrepro.fsutil import atomic_write_text
 from pyrepro.paths import Paths
 from pyrepro.registry import Registry
 
-NIX_NOTE = ("written; unverified: nixpkgs and dream2nix cannot be fetched on the machines this was made on, "
-            "so `nix build .#models.<name>` was never run (the flake wiring is tested with a busybox stand-in)")
+NIX_NOTE = ("not built: nixpkgs cannot be fetched on the machines this was made on, so `nix build "
+            ".#models.<name>` was never run")
+NIX_EVAL = "docs/nixeval.json"  # written by `python -m tests.nixeval.harness run --record docs/nixeval.json`
+
+
+def nix_status(root: Path, name: str, lock_sha256: str | None) -> str:
+    """What is known of a model's Nix package: the offline evaluation record (docs/nixeval.json)
+    when it covers this lock, and always that it was not built."""
+    ev = _read_json(root / NIX_EVAL)
+    m = (ev or {}).get("models", {}).get(name)
+    if not ev or not m:
+        return f"not evaluated against the real dream2nix (no {NIX_EVAL} entry); {NIX_NOTE}"
+    systems = m.get("systems", {})
+    ok = sorted(s for s, v in systems.items() if v.get("ok"))
+    bad = sorted(f"{s} ({v.get('error', '?')})" for s, v in systems.items() if not v.get("ok"))
+    against = ev.get("against", {})
+    head = (f"evaluated {ev.get('evaluated', '?')} against the real dream2nix "
+            f"{str(against.get('dream2nix', '?'))[:8]} and pyproject.nix {str(against.get('pyproject-nix', '?'))[:8]} "
+            "with a stand-in nixpkgs")
+    parts = [head]
+    if ok:
+        n = max(v.get("locked_packages", 0) for s, v in systems.items() if v.get("ok"))
+        parts.append(f"instantiates on {', '.join(ok)} ({n} locked packages, pyEnv, package, app, checks)")
+    if bad:
+        parts.append(f"FAILS on {'; '.join(bad)}")
+    if lock_sha256 and m.get("lock_sha256") != lock_sha256:
+        parts.append("STALE: pdm.lock changed since; re-run the harness")
+    return "; ".join(parts) + f"; {NIX_NOTE}"
 
 
 def _machine(run: dict[str, Any]) -> str:
@@ -47,6 +73,15 @@ def _outcome(r: dict[str, Any]) -> str:
     else:
         head = f"exit {code}" + (f" in {secs} s" if secs is not None else "")
     return head + (f"; verdict {tier}" if tier else "; no verdict")
+
+
+def _file_sha256(p: Path) -> str | None:
+    import hashlib
+
+    try:
+        return hashlib.sha256(p.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def _read_json(p: Path) -> dict[str, Any] | None:
@@ -188,7 +223,7 @@ def model_status(spec: Any, paths: Paths) -> dict[str, Any]:
                 | {"data": run.get("data", {}).get("kind"), "verdict": run.get("verdict"),
                    "machine": _machine(run)} if run else None),
         "other_runs": others,
-        "nix": NIX_NOTE,
+        "nix": nix_status(paths.root, spec.name, _file_sha256(spec.dir / "pdm.lock")),
         "gpu_runs": "unverified: no accelerator on the machines this was made on",
         "notes": spec.notes,
         "extra_sources": [{"name": e.name, "repository": e.repository, "commit": e.commit, "install": e.install,
@@ -276,10 +311,16 @@ def render_markdown(rep: dict[str, Any]) -> str:
             f"- {len(executable)} of {len(rep['models'])} models ran their patched entry in test mode on pyrepro's fixture "
             "data through the local backend (CPU, hash-checked environment from the committed pdm.lock) and wrote "
             "well-formed predictions for every test id: that is executability, not reproduction.",
-            "- Not verified on the machines this was made on: any real `nix build .#models.<name>` (no nixpkgs or "
-            "dream2nix there; the flake wiring is tested with a busybox stand-in), GPU runs (no accelerator), and runs "
-            "on the real JARVIS datasets (`--data jarvis`, figshare unreachable), so no verdict compares predictions "
-            "with the authors' submitted ones yet.",
+            "- Nix: the flake is EVALUATED offline against the real dream2nix and pyproject.nix (flake.lock revisions) "
+            "and the real nixpkgs lib with a builtins-only stand-in package set whose output paths depend on their "
+            "inputs (tests/nixeval, docs/nix.md; per model below, from docs/nixeval.json). That proves every output "
+            "instantiates on the systems its lock was made for: module options merge, every locked package gets a "
+            "source and an output path, no dependency cycle, the apps, checks and dev shell. It does not prove that "
+            "anything builds or runs: wheels unpacking, autoPatchelf finding every library, sdists compiling and "
+            "the checks passing need a real `nix build`, which was never run (no nixpkgs there).",
+            "- Not verified on the machines this was made on: any real `nix build .#models.<name>`, GPU runs (no "
+            "accelerator), and runs on the real JARVIS datasets (`--data jarvis`, figshare unreachable), so no verdict "
+            "compares predictions with the authors' submitted ones yet.",
             "- Scanned distributions below are the required ones (docs/scan.md: optional and platform-guarded imports "
             "and guesses are kept apart and never written as dependencies); the scanner's speed against FawltyDeps "
             "is measured by `bench/scan.py` (README).",

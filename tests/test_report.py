@@ -132,3 +132,25 @@ def test_report_cli__corrupted_lock_record__located_error_exit_3(tmp_path: Path,
     assert main(["report", "--no-refresh"]) == 3
     err = capsys.readouterr().err
     assert "models/cfid/lock.toml:1" in err and "Traceback" not in err and "internal error" not in err
+
+
+def test_nix_status__evaluation_record__ok_failed_stale_and_missing(tmp_path: Path) -> None:
+    """The Nix line of STATUS.md comes from docs/nixeval.json (the offline dream2nix evaluation),
+    says what failed, flags a lock changed since, and never claims a build."""
+    import json as _json
+
+    from pyrepro.report import NIX_EVAL, nix_status
+
+    assert "not evaluated" in nix_status(tmp_path, "m", "abc") and "not built" in nix_status(tmp_path, "m", "abc")
+    (tmp_path / NIX_EVAL).parent.mkdir(parents=True)
+    (tmp_path / NIX_EVAL).write_text(_json.dumps({
+        "evaluated": "2026-12-04 03:48 UTC", "against": {"dream2nix": "69eb01fa99", "pyproject-nix": "47bd6f2999"},
+        "models": {"m": {"lock_sha256": "abc", "systems": {
+            "x86_64-linux": {"ok": True, "locked_packages": 30},
+            "aarch64-linux": {"ok": False, "error": "error: infinite recursion encountered"}}}}}))
+    line = nix_status(tmp_path, "m", "abc")
+    assert "instantiates on x86_64-linux (30 locked packages" in line
+    assert "FAILS on aarch64-linux (error: infinite recursion encountered)" in line
+    assert "dream2nix 69eb01fa" in line and "not built" in line and "STALE" not in line
+    assert "STALE: pdm.lock changed since" in nix_status(tmp_path, "m", "def")
+    assert "not evaluated" in nix_status(tmp_path, "other", "abc")

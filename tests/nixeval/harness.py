@@ -208,6 +208,36 @@ def summary(systems: dict, results: list[Result], shared: dict) -> str:
     return "\n".join(lines)
 
 
+def record(root: Path, src: Path, results: list[Result], shared: dict) -> dict:
+    """What was evaluated, against what, with which outcome (committed as docs/nixeval.json; the
+    lock hashes let the report say when a model's lock changed since)."""
+    import datetime as dt
+    import hashlib
+
+    nodes = _lock(root)
+    models: dict[str, dict] = {}
+    for r in results:
+        m = models.setdefault(r.model, {"lock_sha256": hashlib.sha256(
+            (root / "models" / r.model / "pdm.lock").read_bytes()).hexdigest(), "systems": {}})
+        m["systems"][r.system] = ({"ok": True, "locked_packages": len(r.detail["locked"])}
+                                  if r.ok and isinstance(r.detail, dict)
+                                  else {"ok": False, "error": str(r.detail).splitlines()[0] if r.detail else "?"})
+    head = proc.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=False).stdout.strip()
+    return {
+        "schema": 1,
+        "evaluated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "pyrepro_commit": head,
+        "against": {node: nodes[node]["locked"]["rev"] for node in LOCKED} | {
+            "nixpkgs": "stand-in package set tests/nixeval/standin/pkgs.nix with the real nixpkgs lib "
+                       f"(nixpkgs.lib at or before {nodes['nixpkgs']['locked']['rev'][:12]}'s date)"},
+        "proves": "every output instantiates: each locked package's output path, public.pyEnv, the Python "
+                  "environment, the wrapped package, its app and checks (module options merge, sources "
+                  "selected, no dependency cycle); not that anything builds or runs",
+        "shared": {s: ok for s, (ok, _) in shared.items()},
+        "models": models,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.nixeval.harness", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -218,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--work", type=Path, help="work folder (default: a fresh temporary folder)")
     r.add_argument("--jobs", type=int, default=2)
     r.add_argument("--json", action="store_true")
+    r.add_argument("--record", type=Path, help="write the evaluation record here (docs/nixeval.json, read "
+                   "by `pyrepro report` for docs/STATUS.md)")
     a = ap.parse_args(argv)
     if a.cmd == "sources":
         get_sources(ROOT, a.dest, a.mirror)
@@ -237,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work)
     world = prepare(ROOT, src, work)
     systems, results, shared = run(world, a.jobs)
+    if a.record:
+        from pyrepro.fsutil import atomic_write_text
+        atomic_write_text(a.record, json.dumps(record(ROOT, src, results, shared), indent=1, sort_keys=True) + "\n")
     if a.json:
         print(json.dumps({"results": [vars(r) for r in results],
                           "shared": {s: {"ok": ok, "detail": v} for s, (ok, v) in shared.items()}}, indent=1))

@@ -124,3 +124,168 @@ def wheel_fits(filename: str, python: str, machine: str = "x86_64") -> bool:
             if abi == "abi3" and int(m.group(2)) <= minor:
                 return True
     return False
+
+
+# ------------------------------------------------------------------ what a wheel ships (top level)
+
+RangeFetch = Callable[[str, int, int | None], bytes | None]  # url, start (<0: suffix), length -> body
+
+
+def _urllib_range(url: str, start: int, length: int | None) -> bytes | None:
+    """Bytes of ``url``: the last ``-start`` bytes when ``start < 0``, else ``length`` bytes from
+    ``start``. A server that ignores ranges is read only up to 64 MiB."""
+    rng = f"bytes={start}" if start < 0 else f"bytes={start}-{start + (length or 1) - 1}"
+    try:
+        req = urllib.request.Request(url, headers={"Range": rng})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            body: bytes = r.read(64 << 20)
+            if r.status == 200:  # whole file: cut out the wanted part
+                body = body[start:] if start < 0 else body[start:start + (length or 1)]
+            return body
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def _zip_names(tail: bytes, size_hint: int, fetch_at: Callable[[int, int], bytes | None]) -> list[str] | None:
+    """File names from a zip's central directory, given the file's last bytes (``tail``) and a way
+    to read more (``fetch_at(offset, length)``). ZIP64 aware; None when it is not a zip."""
+    import struct
+
+    eocd = tail.rfind(b"PK\x05\x06")
+    if eocd < 0 or len(tail) - eocd < 22:
+        return None
+    _sig, _d, _dcd, _n_here, n, cd_size, cd_off, _clen = struct.unpack("<IHHHHIIH", tail[eocd:eocd + 22])
+    if cd_off == 0xFFFFFFFF or n == 0xFFFF:  # ZIP64: the locator sits just before the EOCD
+        loc = tail.rfind(b"PK\x06\x07", 0, eocd)
+        if loc < 0:
+            return None
+        (z64_off,) = struct.unpack("<Q", tail[loc + 8:loc + 16])
+        rec = fetch_at(z64_off, 56)
+        if not rec or rec[:4] != b"PK\x06\x06":
+            return None
+        n, cd_size, cd_off = struct.unpack("<QQQ", rec[32:56])
+    # the central directory is usually inside the tail already
+    file_size = size_hint
+    tail_start = file_size - len(tail)
+    if cd_off >= tail_start:
+        cd = tail[cd_off - tail_start:cd_off - tail_start + cd_size]
+    else:
+        got = fetch_at(cd_off, cd_size)
+        if got is None:
+            return None
+        cd = got
+    names, pos = [], 0
+    while pos + 46 <= len(cd) and cd[pos:pos + 4] == b"PK\x01\x02":
+        nlen, xlen, clen = struct.unpack("<HHH", cd[pos + 28:pos + 34])
+        names.append(cd[pos + 46:pos + 46 + nlen].decode("utf-8", "replace"))
+        pos += 46 + nlen + xlen + clen
+    return names
+
+
+def top_levels_of(names: list[str]) -> frozenset[str]:
+    """Importable top-level names from a wheel's file list (what top_level.txt would say, but from
+    the files themselves): packages, modules, extension modules; metadata folders left out."""
+    out = set()
+    for n in names:
+        parts = n.split("/")
+        if parts[0].endswith(".data") and len(parts) > 3 and parts[1] in ("purelib", "platlib"):
+            parts = parts[2:]
+        head = parts[0]
+        if head.endswith((".dist-info", ".data")) or not head:
+            continue
+        if len(parts) > 1:
+            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", head):
+                out.add(head)
+            continue
+        m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)(\.[^/]*)?\.(py|so|pyd)", head)
+        if m:
+            out.add(m.group(1))
+    return frozenset(out)
+
+
+class WheelIndex(Index):
+    """``Index`` plus the top-level modules of a release's wheel, read from the wheel's zip
+    central directory with two HTTP range requests (never the whole wheel), cached per file."""
+
+    def __init__(self, cache: Path | None, fetch: Fetch | None = None, range_fetch: RangeFetch | None = None) -> None:
+        super().__init__(cache, fetch)
+        self.range_fetch = range_fetch or _urllib_range
+        self._projects: dict[str, dict | None] = {}
+
+    def _project(self, name: str) -> dict | None:
+        key = canonicalize_name(name)
+        if key not in self._projects:
+            body = self.fetch(f"{INDEX}/{key}/")
+            try:
+                self._projects[key] = json.loads(body) if body else None
+            except ValueError:
+                self._projects[key] = None
+        return self._projects[key]
+
+    def _wheel_for(self, name: str, version: str | None) -> dict | None:
+        """The wheel whose contents stand for the release: the pinned version (else the newest with
+        a wheel), preferring a pure-Python one, then the smallest."""
+        from packaging.version import InvalidVersion, Version
+
+        proj = self._project(name)
+        if not proj:
+            return None
+        wheels = []
+        for f in proj.get("files", []):
+            if not isinstance(f, dict) or not str(f.get("filename", "")).endswith(".whl") or f.get("yanked"):
+                continue
+            try:
+                v = Version(_version_of(f["filename"]) or "")
+            except InvalidVersion:
+                continue
+            wheels.append((v, f))
+        if version is not None:
+            try:
+                want = Version(version)
+            except InvalidVersion:
+                return None
+            wheels = [(v, f) for v, f in wheels if v == want]
+        elif wheels:
+            newest = max(v for v, _f in wheels if not v.is_prerelease) if any(
+                not v.is_prerelease for v, _f in wheels) else max(v for v, _f in wheels)
+            wheels = [(v, f) for v, f in wheels if v == newest]
+        if not wheels:
+            return None
+        def rank(f: dict) -> tuple[int, int]:
+            n = f["filename"]
+            kind = 0 if n.endswith("-none-any.whl") else 1 if re.search(r"linux[^-]*x86_64\.whl$", n) else 2
+            return kind, int(f.get("size") or 1 << 62)
+
+        return min((f for _v, f in wheels), key=rank)
+
+    def top_levels(self, name: str, version: str | None = None) -> tuple[frozenset[str], str] | None:
+        """(top-level module names, wheel file name) of ``name`` at ``version`` (None: newest), or
+        None when the index has no wheel for it or cannot be reached."""
+        w = self._wheel_for(name, version)
+        if w is None:
+            return None
+        fname = str(w["filename"])
+        path = self.cache / "index" / "top-level" / f"{fname}.json" if self.cache else None
+        if path is not None and path.is_file():
+            try:
+                return frozenset(json.loads(path.read_text())), fname
+            except (OSError, ValueError):
+                pass
+        url = str(w.get("url", ""))
+        tail = self.range_fetch(url, -65536, None)
+        if not tail:
+            return None
+        size = int(w.get("size") or 0) or len(tail)
+        names = _zip_names(tail, size, lambda off, n: self.range_fetch(url, off, n))
+        if names is None:
+            return None
+        tops = top_levels_of(names)
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f".{path.name}.{os.getpid()}")
+                tmp.write_text(json.dumps(sorted(tops)))
+                os.replace(tmp, path)
+            except OSError:
+                pass
+        return tops, fname

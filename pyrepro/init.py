@@ -16,6 +16,7 @@ import json
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,7 +119,8 @@ class Decisions:
     aliases: tuple[str, ...] = ()
 
 
-def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: ScanResult, pin: dict[str, str]) -> str:
+def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: ScanResult, pin: dict[str, str],
+                     wheel_matches: Sequence[WheelMatch] = ()) -> str:
     d = python if isinstance(python, Decisions) else Decisions(python, "given with --python")
     doc = tomlkit.document()
     doc.add(tomlkit.comment(f"Draft written by 'pyrepro init' from {folder.name}; review every value."))
@@ -145,6 +147,7 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
     # guesses and optional imports are never written as dependencies: they wait for review
     notes += [f"import {i.module} ({i.locations[0]}): no known distribution; {i.guess!r} is only a guess; review it, "
               "then add it to [mapping] or dependencies.extra" for i in scan.guesses]
+    notes += [f"import {m.module}: {m.distribution}? {m.reason}" for m in wheel_matches if not m.declared]
     undeclared_optional = [d for d in scan.optional_distributions if d not in set(scan.declared_names)]
     if undeclared_optional:
         notes.append("optional imports (try/except ImportError or TYPE_CHECKING), not dependencies: "
@@ -214,7 +217,75 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
     if len(pins):
         deps["pins"] = pins
     doc["dependencies"] = deps
+    matched = [m for m in wheel_matches if m.declared]
+    if matched:
+        mp = tomlkit.table()
+        for m in sorted(matched, key=lambda m: m.module):
+            row = tomlkit.inline_table()
+            row.update({"distribution": m.distribution, "reason": m.reason})
+            mp[m.module] = row
+        doc["mapping"] = mp
     return tomlkit.dumps(doc)
+
+
+@dataclass(frozen=True)
+class WheelMatch:
+    """An import with no known distribution, matched to a distribution by what its wheel ships."""
+
+    module: str
+    distribution: str
+    reason: str
+    declared: bool  # the submission declares the distribution (written to [mapping]); else a review note
+
+
+def match_by_wheels(scan: ScanResult, index: Any) -> list[WheelMatch]:
+    """Imports with no known distribution, checked against the wheels of the distributions the
+    submission declares (``import ax`` with ``ax-platform==0.2.3`` declared): a module that a
+    declared distribution's wheel ships at top level resolves to it (written to ``[mapping]``
+    with the wheel named). A guess that matches no declaration is checked against the wheel of
+    the guessed name, but only ever becomes a review note: a PyPI project of that name may be
+    anyone's (``utils``), so nothing undeclared is installed on the strength of a name."""
+    guesses = [i for i in scan.imports if i.resolved_with in ("identity-guess", "unresolved")]
+    if not guesses or index is None or not hasattr(index, "top_levels"):
+        return []
+    declared = {}
+    for d in scan.declared:
+        if Path(d.path).name == "metadata.json" or _not_installable(d.name) or d.name in declared:
+            continue
+        spec = d.spec.split(";")[0]
+        version = spec.split("==", 1)[1].strip() if "==" in spec and "*" not in spec.split("==", 1)[1] else None
+        declared[d.name] = (version, d)
+    used = {i.distribution for i in scan.imports if i.distribution}
+    candidates = {n: v for n, v in declared.items() if n not in used}
+    tops: dict[str, tuple[frozenset[str], str] | None] = {}
+
+    def wheel(name: str, version: str | None) -> tuple[frozenset[str], str] | None:
+        if name not in tops:
+            tops[name] = index.top_levels(name, version)
+        return tops[name]
+
+    out: list[WheelMatch] = []
+    for imp in guesses:
+        top = imp.module.split(".")[0]
+        hits = []
+        for name, (version, decl) in sorted(candidates.items()):
+            got = wheel(name, version)
+            if got is not None and top in got[0]:
+                hits.append((name, got[1], decl))
+        if len(hits) == 1:
+            name, fname, decl = hits[0]
+            out.append(WheelMatch(top, name, f"declared in {decl.path}{':' + str(decl.line) if decl.line else ''}; "
+                                  f"its wheel {fname} ships the top-level module {top}", True))
+        elif len(hits) > 1:
+            out.append(WheelMatch(top, hits[0][0], "ambiguous: the wheels of " + ", ".join(h[0] for h in hits)
+                                  + f" all ship {top}; review and add the right one to [mapping]", False))
+        elif imp.guess:
+            got = wheel(imp.guess, None)
+            if got is not None and top in got[0]:
+                out.append(WheelMatch(top, imp.guess, f"not declared; PyPI's {imp.guess} wheel {got[1]} does ship "
+                                      f"{top}, but a name alone is no evidence: review it, then add it to [mapping]",
+                                      False))
+    return out
 
 
 def _not_installable(dist: str) -> bool:
@@ -295,20 +366,25 @@ def init_model(folder: Path, *, name: str, models_dir: Path, python: str | None 
     cache = cache or cache_dir()
     index = None
     if online:
-        from pyrepro.index import Index
+        from pyrepro.index import WheelIndex
 
-        index = Index(cache)
+        index = WheelIndex(cache)
     decisions, warnings = decide(folder, scan, name=name, models_dir=models_dir, python=python,
                                  submitted=_submitted(folder), index=index)
     if decisions.python != (python or "3.11") and decisions.python.startswith("3."):
         scan = scan_path(folder, python=decisions.python)  # the standard library of the chosen Python
+    matches = match_by_wheels(scan, index)
+    mapping = {m.module: m.distribution for m in matches if m.declared}
+    if mapping:  # the reviewed-mapping resolver of the draft, so the scan result is what build checks
+        scan = scan_path(folder, python=decisions.python if decisions.python.startswith("3.") else "3.11",
+                         mapping=mapping)
     pin, pin_warnings = _pin(folder, mirror)
     warnings += pin_warnings
     if pin["commit"] == DRAFT_COMMIT:
         # a folder outside any pinned mirror: its verified copy goes into the content-addressed
         # source cache, so build finds it by tree id without a mirror or a download
         sources.install_tree(folder, cache, pin["tree"])
-    text = draft_model_toml(folder, name, decisions, scan, pin)
+    text = draft_model_toml(folder, name, decisions, scan, pin, matches)
     models_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=models_dir))
     try:

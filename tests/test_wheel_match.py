@@ -1,0 +1,143 @@
+"""Imports with no known distribution, matched by what the declared distributions' wheels ship
+(issue 12: "names are never invented"). The index is faked; the wheels are real zip files read
+through HTTP-range-style reads of their central directory."""
+
+from __future__ import annotations
+
+import io
+import json
+import tomllib
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pyrepro.cli import main
+from pyrepro.index import WheelIndex, _zip_names, top_levels_of
+
+Write = Callable[..., Path]
+
+
+def _wheel(files: list[str], pad: int = 0) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for f in files:
+            z.writestr(f, "x" * pad)
+    return buf.getvalue()
+
+
+WHEELS = {
+    # a distribution whose module has another name, like PyMuPDF -> fitz
+    "mupdfish-1.2.3-py3-none-any.whl": _wheel(["fitzy/__init__.py", "fitzy/core.py", "mupdfish-1.2.3.dist-info/RECORD"]),
+    "otherpkg-2.0-py3-none-any.whl": _wheel(["otherpkg/__init__.py", "otherpkg-2.0.dist-info/RECORD"]),
+    # a PyPI project called like a local helper module
+    "helpers-9.9-py3-none-any.whl": _wheel(["helpers.py", "helpers-9.9.dist-info/RECORD"]),
+}
+
+
+def _fake_index(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    asked: list[str] = []
+
+    def fetch(url: str) -> bytes | None:
+        asked.append(url)
+        proj = url.rstrip("/").rsplit("/", 1)[1]
+        files = [{"filename": f, "url": f"https://files.example/{f}", "size": len(b)}
+                 for f, b in WHEELS.items() if f.split("-")[0] == proj.replace("-", "_")]
+        return json.dumps({"files": files}).encode() if files else None
+
+    def rng(url: str, start: int, length: int | None) -> bytes | None:
+        asked.append(f"range {url} {start}")
+        body = WHEELS[url.rsplit("/", 1)[1]]
+        return body[start:] if start < 0 else body[start:start + (length or 0)]
+
+    monkeypatch.setattr("pyrepro.index._urllib_fetch", fetch)
+    monkeypatch.setattr("pyrepro.index._urllib_range", rng)
+    return asked
+
+
+def _init(folder: Path, models: Path) -> dict:
+    assert main(["init", str(folder), "--name", "sub", "--models-dir", str(models), "--python", "3.10"]) == 0
+    return tomllib.loads((models / "sub" / "model.toml").read_text())
+
+
+def test_init__module_shipped_by_a_declared_wheel__mapping_with_the_wheel_named(
+        write_files: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path) -> None:
+    asked = _fake_index(monkeypatch)
+    root = write_files({"sub/run.py": "import fitzy\nfrom fitzy.core import x\nimport otherpkg\n",
+                        "sub/requirements.txt": "mupdfish==1.2.3\notherpkg\n"})
+    doc = _init(root / "sub", tmp_path / "models")
+    assert doc["mapping"]["fitzy"]["distribution"] == "mupdfish"
+    assert "requirements.txt:1" in doc["mapping"]["fitzy"]["reason"]
+    assert "mupdfish-1.2.3-py3-none-any.whl" in doc["mapping"]["fitzy"]["reason"]
+    assert doc["dependencies"]["scanned"] == ["mupdfish", "otherpkg"]
+    assert "fitzy" not in doc.get("notes", "")
+    # the generated pyproject carries it, and the wheel's file list was read by range, once
+    assert "mupdfish" in (tmp_path / "models" / "sub" / "pyproject.toml").read_text()
+    assert sum(a.startswith("range") for a in asked) == 1
+    assert (isolated_cache / "index" / "top-level" / "mupdfish-1.2.3-py3-none-any.whl.json").is_file()
+
+
+def test_init__undeclared_guess_shipped_by_a_pypi_wheel__only_a_review_note(
+        write_files: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_index(monkeypatch)
+    root = write_files({"sub/run.py": "import helpers\n"})
+    doc = _init(root / "sub", tmp_path / "models")
+    assert "mapping" not in doc and doc["dependencies"]["scanned"] == [] and doc["dependencies"]["extra"] == []
+    assert "PyPI's helpers wheel helpers-9.9-py3-none-any.whl does ship helpers" in doc["notes"]
+    assert "a name alone is no evidence" in doc["notes"]
+    assert "helpers" not in (tmp_path / "models" / "sub" / "pyproject.toml").read_text().split("dependencies")[1]
+
+
+def test_init__offline__no_index_asked_guess_stays_a_review_item(
+        write_files: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = _fake_index(monkeypatch)
+    root = write_files({"sub/run.py": "import fitzy\n", "sub/requirements.txt": "mupdfish==1.2.3\n"})
+    assert main(["init", str(root / "sub"), "--name", "sub", "--models-dir", str(tmp_path / "models"),
+                 "--python", "3.10", "--offline"]) == 0
+    doc = tomllib.loads((tmp_path / "models" / "sub" / "model.toml").read_text())
+    assert asked == [] and "mapping" not in doc
+    assert "import fitzy" in doc["notes"] and "only a guess" in doc["notes"]
+    assert doc["dependencies"]["extra"] == ["mupdfish"]  # kept, as declared
+
+
+def test_top_levels__big_zip_with_central_directory_outside_the_tail__second_read() -> None:
+    body = _wheel([f"pkg{i}/__init__.py" for i in range(3)] + ["big/data.bin"], pad=200_000)
+    reads: list[tuple[int, int | None]] = []
+
+    def rng(url: str, start: int, length: int | None) -> bytes | None:
+        reads.append((start, length))
+        return body[start:] if start < 0 else body[start:start + (length or 0)]
+
+    def fetch(url: str) -> bytes | None:
+        return json.dumps({"files": [{"filename": "big-1.0-py3-none-any.whl", "url": "u", "size": len(body)}]}).encode()
+
+    got = WheelIndex(None, fetch=fetch, range_fetch=rng).top_levels("big", "1.0")
+    assert got == (frozenset({"pkg0", "pkg1", "pkg2", "big"}), "big-1.0-py3-none-any.whl")
+    tail = body[-65536:]
+    assert _zip_names(tail, len(body), lambda o, n: body[o:o + n]) is not None
+
+
+def test_top_levels__not_a_zip_or_no_wheel__none() -> None:
+    assert WheelIndex(None, fetch=lambda u: None, range_fetch=lambda u, s, n: None).top_levels("x") is None
+    listing = json.dumps({"files": [{"filename": "x-1.0.tar.gz", "url": "u"}]}).encode()
+    assert WheelIndex(None, fetch=lambda u: listing, range_fetch=lambda u, s, n: b"junk").top_levels("x") is None
+    wl = json.dumps({"files": [{"filename": "x-1.0-py3-none-any.whl", "url": "u", "size": 4}]}).encode()
+    assert WheelIndex(None, fetch=lambda u: wl, range_fetch=lambda u, s, n: b"junk").top_levels("x") is None
+
+
+def test_top_levels_of__layouts() -> None:
+    assert top_levels_of([
+        "a/__init__.py", "b.py", "c.cpython-310-x86_64-linux-gnu.so", "d.abi3.so", "x-1.dist-info/RECORD",
+        "x-1.data/purelib/e/__init__.py", "x-1.data/scripts/tool", "f.pth", "g-h/data.txt", "README",
+    ]) == frozenset({"a", "b", "c", "d", "e"})
+
+
+@given(st.lists(st.from_regex(r"[a-z_][a-z0-9_]{0,6}(/[a-z0-9_]{1,5}){0,2}\.py", fullmatch=True), min_size=1,
+                max_size=20, unique=True))
+def test_zip_names__any_wheel__every_name_back(names: list[str]) -> None:
+    body = _wheel(names)
+    got = _zip_names(body[-65536:], len(body), lambda o, n: body[o:o + n])
+    assert got is not None and sorted(got) == sorted(names)

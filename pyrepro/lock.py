@@ -461,11 +461,12 @@ def _run_pdm(workdir: Path, python: str, exclude_newer: str | None, *, runner: R
 
 
 def _trim(text: str, lines: int = 25) -> str:
-    # No machine paths in records that get committed: the home folder becomes '~'.
+    """The recorded error of a failed attempt: the resolver's own message (relax.error_excerpt),
+    with no machine paths (records get committed: the home folder becomes '~')."""
     text = text.replace(str(Path.home()), "~")
-    keep = [ln for ln in relax._clean(text).splitlines()
-            if ln.strip() and "virtualenv" not in ln.lower() and "use_venv" not in ln]
-    return "\n".join(keep[-lines:])
+    text = "\n".join(ln for ln in relax._clean(text).splitlines()
+                     if "virtualenv" not in ln.lower() and "use_venv" not in ln)
+    return relax.error_excerpt(text, lines)
 
 
 _UPLOAD_DATE_SCRIPT = r"""

@@ -541,6 +541,33 @@ def relax(message: str | Sequence[Problem], reqs: Sequence[str], facts: Facts = 
     return None
 
 
+_NOISE = re.compile(r"(Deprecat|FutureWarning|UserWarning|warnings\.warn|^\s*warn\(|pkg_resources is deprecated|"
+                    r"To fix this, you could loosen|See https://pdm-project\.org)")
+
+
+def error_excerpt(text: str, lines: int = 25) -> str:
+    """What a failed resolver run is recorded as: the lines the diagnosis was read from (the
+    conflict, the missing release, the failed build), never the trailing noise after them
+    (deprecation warnings, a verbose traceback of the resolver itself). Unrecognised output keeps
+    its last ``lines`` lines without warnings and traceback frames (the final exception line stays)."""
+    found = [p.excerpt for p in diagnose(text) if p.kind != "unknown" and p.excerpt]
+    if found:
+        return "\n".join(dict.fromkeys(found))
+    keep: list[str] = []
+    in_tb = False
+    for ln in _clean(text).splitlines():
+        if ln.startswith("Traceback (most recent call last)"):
+            in_tb = True
+            continue
+        if in_tb:
+            if ln.startswith((" ", "\t")) or not ln.strip():
+                continue
+            in_tb = False  # the exception line that ends the traceback is kept
+        if ln.strip() and not _NOISE.search(ln):
+            keep.append(ln)
+    return "\n".join(keep[-lines:])
+
+
 def packages_to_look_up(problems: Iterable[Problem]) -> list[str]:
     """Names whose release lists the rules need (for ``Facts.versions``)."""
     return sorted({p.package for p in problems if p.kind == "not-found" and p.package})

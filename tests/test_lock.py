@@ -423,3 +423,27 @@ def test_lock_request__transient_database_locked__retried_not_relaxed(tmp_path: 
     out = lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=runner, python_exe=Path("/usr/bin/python3"),
                             aarch64=False)
     assert out.category == 1 and len(out.attempts) == 1 and out.steps == () and len(seen) == 2
+
+
+def test_error_excerpt__conflict_then_traceback_and_warnings__the_conflict_is_recorded() -> None:
+    """A verbose pdm run ends with its own traceback and deprecation noise; the record keeps
+    the resolver's conflict message (issue 12)."""
+    text = (MSG / "pdm" / "conflict_verbose_traceback.txt").read_text()
+    assert "Traceback" in text and "DeprecationWarning" in text.splitlines()[-2]
+    got = relax.error_excerpt(text)
+    assert "Unable to find a resolution for urllib3" in got and "urllib3==1.20 (from project)" in got
+    assert "Traceback" not in got and "Deprecation" not in got and "site-packages" not in got
+
+
+def test_error_excerpt__unrecognised__last_lines_without_traceback_frames() -> None:
+    text = "step one\nTraceback (most recent call last):\n  File \"x.py\", line 1\n    boom()\nValueError: bad\n" \
+           "x.py:3: FutureWarning: soon\n"
+    assert relax.error_excerpt(text) == "step one\nValueError: bad"
+
+
+def test_lock_request__failed_attempt__records_the_conflict_not_the_noise(tmp_path: Path) -> None:
+    d = _project(tmp_path, ["six"])
+    runner, _ = _fake_pdm(99, (MSG / "pdm" / "conflict_verbose_traceback.txt").read_text())
+    out = lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=runner, python_exe=Path("/usr/bin/python3"))
+    assert out.category == 4
+    assert all("following conflicts" in a.error and "Traceback" not in a.error for a in out.attempts)

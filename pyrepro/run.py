@@ -252,6 +252,28 @@ def _cpu() -> str:
     return platform.processor() or platform.machine()
 
 
+def _submitted_digests(paths: Paths, spec: ModelSpec, bench: str, mirror: Path | None) -> dict[str, str | None]:
+    """Content digests of the other registry models' submitted predictions for ``bench`` (their
+    pinned sources, from the source cache or the mirror; a model whose source cannot be had is
+    left out and said nowhere else, since it can only make a twin go unnoticed)."""
+    from pyrepro.errors import PyreproError as _Err
+    from pyrepro.registry import load_registry
+
+    out: dict[str, str | None] = {}
+    for other in load_registry(paths.models):
+        if other.name == spec.name:
+            continue
+        for p in other.predictions:
+            if p.benchmark != bench:
+                continue
+            try:
+                src = sources.obtain_source(other.source, mirror=mirror, cache=paths.cache).path
+            except (_Err, OSError):
+                continue
+            out[other.name] = verdict.predictions_digest(src / p.file)
+    return out
+
+
 def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, test: bool = False,
               data_kind: str = "fixture", use_gpu: bool = False, mirror: Path | None = None,
               runner: Runner = proc.run, progress: Progress = NULL_PROGRESS, timeout: float | None = None,
@@ -333,14 +355,18 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
     targets = verdict.read_targets(ds.benchmarks_dir / f"{bench}.json.zip", bench)
     submitted = b.src_dir / pred.file if pred is not None else None
     pristine = None
+    comparable, why = (pred.comparable, pred.note) if pred else (False, "")
     if pred is not None and ds.kind == "jarvis":
         m = paths.mirror(mirror)
         pristine = sources.obtain_source(spec.source, mirror=m, cache=paths.cache).path
         submitted = pristine / pred.file
+        comparable, why = verdict.comparability(reviewed=pred.comparable, note=pred.note,
+                                                digest=verdict.predictions_digest(submitted),
+                                                others=_submitted_digests(paths, spec, bench, m))
     v = verdict.judge(benchmark=bench, exit_code=exit_code, output=expected if expected.exists() else None,
                       data_kind=ds.kind, targets=targets, submitted=submitted,
                       reported_mae=pred.reported_mae if pred else None,
-                      comparable=pred.comparable if pred else False, note=pred.note if pred else "", test=test)
+                      comparable=comparable, note=why, test=test)
     series = patches.load_series(paths.patch_dir(spec.name))
     lock_path = spec.dir / "pdm.lock"
     record = {

@@ -95,6 +95,37 @@ def mae(preds: dict[str, float], targets: dict[str, float]) -> float:
     return sum(abs(preds[k] - targets[k]) for k in common) / len(common)
 
 
+def predictions_digest(path: Path) -> str | None:
+    """sha256 of a predictions table's content (ids and values, sorted), so two zips holding the
+    same predictions compare equal whatever their zip metadata; None when unreadable."""
+    import hashlib
+
+    try:
+        _raw, preds = read_predictions_zip(path)
+    except (PredictionsError, OSError):
+        return None
+    return hashlib.sha256("".join(f"{k},{preds[k]!r}\n" for k in sorted(preds)).encode()).hexdigest()
+
+
+def twins(digest: str | None, others: dict[str, str | None]) -> list[str]:
+    """The other models whose submitted predictions have exactly this content."""
+    return sorted(n for n, d in others.items() if digest is not None and d == digest)
+
+
+def comparability(*, reviewed: bool, note: str, digest: str | None, others: dict[str, str | None]) -> tuple[bool, str]:
+    """Whether a model's submitted predictions can be the reference for its run, from evidence:
+    the predictions of another model, to the last digit, are no model's own result (at most one of
+    the two came from its own code, and the files do not say which); then the reviewer's
+    ``comparable`` flag with its note. Returns (comparable, why)."""
+    same = twins(digest, others)
+    if same:
+        return False, (f"the submitted predictions are identical, value for value, to {', '.join(same)}'s: at "
+                       "most one of them is its own model's result" + (f" ({note})" if note else ""))
+    if not reviewed:
+        return False, note or "marked not comparable in model.toml"
+    return True, note
+
+
 def judge(*, benchmark: str, exit_code: int | None, output: Path | None, data_kind: str,
           targets: dict[str, float], submitted: Path | None = None, reported_mae: float | None = None,
           comparable: bool = True, note: str = "", test: bool = False) -> Verdict:

@@ -359,3 +359,30 @@ def test_graph__built_model__sizes_from_the_installed_environment(world: Paths) 
     dg = gmod.load_graph("mini", root=world.root, cache=world.cache)
     assert dg.node("six").size and dg.node("six").size > 1000
     assert "KiB" in gmod.to_dot(gmod.summarize(dg)) or "MiB" in gmod.to_dot(gmod.summarize(dg))
+
+
+def test_comparability__same_predictions_in_differently_zipped_files__twins_not_comparable(tmp_path: Path) -> None:
+    """Evidence beats the flag: two models whose submitted files hold the same predictions (cgcnn's
+    is ALIGNN's, in a zip of its own) are no reference for either; the reviewer's flag and note
+    decide only when no twin exists."""
+    import time
+    import zipfile
+
+    a = _zip(tmp_path / "a.zip", "id,prediction\nx,1.5\ny,2.25\n")
+    time.sleep(1.1)  # another zip timestamp: other bytes, same table
+    b = tmp_path / "b.zip"
+    with zipfile.ZipFile(b, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("renamed.csv", "id,prediction\ny,2.25\nx,1.5\n")
+    c = _zip(tmp_path / "c.zip", "id,prediction\nx,1.5\ny,2.5\n")
+    assert a.read_bytes() != b.read_bytes()
+    da, db, dc = (verdict.predictions_digest(p) for p in (a, b, c))
+    assert da == db != dc and verdict.predictions_digest(tmp_path / "missing.zip") is None
+    ok, why = verdict.comparability(reviewed=True, note="", digest=da, others={"bee": db, "see": dc})
+    assert not ok and "identical, value for value, to bee's" in why
+    assert verdict.comparability(reviewed=True, note="n", digest=dc, others={"a": da, "b": db}) == (True, "n")
+    assert verdict.comparability(reviewed=False, note="why not", digest=dc, others={}) == (False, "why not")
+    # and the verdict carries the reason
+    targets = {"x": 1.0, "y": 2.0}
+    v = verdict.judge(exit_code=0, output=c, data_kind="jarvis", benchmark="x", targets=targets, submitted=a,
+                      reported_mae=0.4, comparable=ok, note=why)
+    assert v.tier == "not-comparable" and "bee's" in v.reason

@@ -80,3 +80,19 @@ def test_run_model__gpu_required_without_driver__refused_before_any_build(
         run.run_model(spec, world, test=True, mirror=SC / "mirror", runner=_pip_fails)
     assert exit_code_for(e.value) == 7
     assert not (world.cache / "runs").exists() and not (world.cache / "envs").exists()
+
+
+def test_submitted_digests__other_models_sources_read__a_missing_file_is_never_a_twin(world: Paths) -> None:
+    """What a real-data run compares against: the other models' submitted predictions, read from
+    their pinned sources (here the scenario source has no predictions file: no digest, and two
+    missing files are not twins)."""
+    from pyrepro import verdict
+
+    shutil.copytree(world.models / "mini", world.models / "mini2")
+    toml = world.models / "mini2" / "model.toml"
+    toml.write_text(toml.read_text().replace('name = "mini"', 'name = "mini2"', 1))
+    spec = load_registry(world.models).get("mini")
+    others = run._submitted_digests(world, spec, "dft_3d_exfoliation_energy", SC / "mirror")
+    assert others == {"mini2": None}
+    assert run._submitted_digests(world, spec, "other_benchmark", SC / "mirror") == {}
+    assert verdict.comparability(reviewed=True, note="", digest=None, others=others) == (True, "")

@@ -23,7 +23,7 @@ from pyrepro.fsutil import atomic_write_text
 from pyrepro.paths import Paths
 from pyrepro.registry import Registry
 
-NIX_NOTE = ("not built: nixpkgs cannot be fetched on the machines this was made on, so `nix build "
+NIX_NOTE = ("build unverified: nixpkgs cannot be fetched on the machines this was made on, so `nix build "
             ".#models.<name>` was never run")
 NIX_EVAL = "docs/nixeval.json"  # written by `python -m tests.nixeval.harness run --record docs/nixeval.json`
 

@@ -196,6 +196,35 @@ def static_seeds(script: Path) -> list[str]:
     return out
 
 
+def observed_seeds(path: Path, prefixes: dict[str, str]) -> list[dict[str, object]]:
+    """The seed calls the run made (pyrepro/runtime's recorder: one JSON line per call), with
+    machine paths cut to the work dir or ``<env>``; equal calls from one place counted once."""
+    out: list[dict[str, object]] = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return out
+    seen = set()
+    for ln in lines:
+        try:
+            d = json.loads(ln)
+        except ValueError:
+            continue
+        if not isinstance(d, dict):
+            continue
+        caller = str(d.get("caller", ""))
+        for pre, rep in sorted(prefixes.items(), key=lambda kv: -len(kv[0])):
+            if pre and caller.startswith(pre + "/"):
+                caller = (rep + "/" if rep else "") + caller[len(pre) + 1:]
+                break
+        key = (d.get("function"), repr(d.get("value")), caller)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append({"function": d.get("function"), "value": d.get("value"), "caller": caller})
+    return out
+
+
 def pyrepro_identity(paths: Paths) -> dict[str, str | None]:
     """pyrepro's own version and, from a checkout, the commit it ran at (read from .git, no
     subprocess), so a record says which pyrepro made it."""
@@ -332,6 +361,9 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
         "PYREPRO_DATA_KIND": ds.kind, "TMPDIR": str(work),
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(os.cpu_count() or 1)),
         "TF_CPP_MIN_LOG_LEVEL": "1",
+        # seeds set at run time, by the script or by a library from its config defaults
+        # (pyrepro/runtime: random, numpy, torch, tensorflow, ... seed calls, with their caller)
+        "PYREPRO_SEEDS_FILE": str(logs / "seeds.jsonl"),
     }
     private = run_dir / "gpu-driver"
     if decision.use_gpu and discovery.driver is not None:
@@ -388,6 +420,8 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
                  "note": "fixture data proves executability, never a numerical result" if ds.kind == "fixture" else ""},
         "source_protection": protection,
         "seeds": static_seeds(b.src_dir / script),
+        "seeds_observed": observed_seeds(logs / "seeds.jsonl", {str(work): "", str(b.env_dir): "<env>",
+                                                               str(b.src_dir): ""}),
         "outputs": outputs,
         "predictions": _predictions_digest(expected),
         "logs": {"stdout": "logs/stdout.log", "stderr": "logs/stderr.log",

@@ -141,7 +141,7 @@ def test_nix_status__evaluation_record__ok_failed_stale_and_missing(tmp_path: Pa
 
     from pyrepro.report import NIX_EVAL, nix_status
 
-    assert "not evaluated" in nix_status(tmp_path, "m", "abc") and "not built" in nix_status(tmp_path, "m", "abc")
+    assert "not evaluated" in nix_status(tmp_path, "m", "abc") and "build unverified" in nix_status(tmp_path, "m", "abc")
     (tmp_path / NIX_EVAL).parent.mkdir(parents=True)
     (tmp_path / NIX_EVAL).write_text(_json.dumps({
         "evaluated": "2026-12-04 03:48 UTC", "against": {"dream2nix": "69eb01fa99", "pyproject-nix": "47bd6f2999"},
@@ -151,6 +151,6 @@ def test_nix_status__evaluation_record__ok_failed_stale_and_missing(tmp_path: Pa
     line = nix_status(tmp_path, "m", "abc")
     assert "instantiates on x86_64-linux (30 locked packages" in line
     assert "FAILS on aarch64-linux (error: infinite recursion encountered)" in line
-    assert "dream2nix 69eb01fa" in line and "not built" in line and "STALE" not in line
+    assert "dream2nix 69eb01fa" in line and "build unverified" in line and "STALE" not in line
     assert "STALE: pdm.lock changed since" in nix_status(tmp_path, "m", "def")
     assert "not evaluated" in nix_status(tmp_path, "other", "abc")

@@ -14,6 +14,7 @@ import csv
 import io
 import json
 import os
+import sys
 import zipfile
 
 # Datasets that appear as benchmark prefixes (longest match wins in split_benchmark).
@@ -297,3 +298,75 @@ def populate_folder(benchmark, benchmarks_dir, data_dir, output_path, id_tag="ji
 def test_scale(full, test_value, test):
     """The knob value for this run: test_value in --test mode, else the original full value."""
     return test_value if test else full
+
+
+# ------------------------------------------------------------------ seeds observed at run time
+
+#: Seed-setting functions, per module, wrapped right after the module is imported when
+#: PYREPRO_SEEDS_FILE is set: a seed a library sets from its own config default (alignn's
+#: TrainingConfig random_seed=123 -> random.seed, np.random.seed, torch.manual_seed) is seen
+#: where no static reading of the entry script can find it.
+SEED_FUNCTIONS = {
+    "random": ("seed",),
+    "numpy.random": ("seed",),
+    "torch": ("manual_seed",),
+    "torch.cuda": ("manual_seed", "manual_seed_all"),
+    "tensorflow": ("random.set_seed", "keras.utils.set_random_seed"),
+    "keras.utils": ("set_random_seed",),
+    "dgl": ("seed",),
+    "pytorch_lightning": ("seed_everything",),
+    "lightning": ("seed_everything",),
+    "lightning.pytorch": ("seed_everything",),
+    "transformers": ("set_seed",),
+}
+_SEEN = [0]
+
+
+def _record_seed(path, qualname, args, kwargs):
+    import json
+
+    if _SEEN[0] >= 200:
+        return
+    _SEEN[0] += 1
+    value = args[0] if args else next(iter(kwargs.values()), None)
+    frame = sys._getframe(2)
+    caller = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"function": qualname, "value": value if value is None or isinstance(value, (int, float, str))
+                            else repr(value)[:80], "caller": caller}) + "\n")
+
+
+def install_seed_recorder(module, path):
+    """Wrap ``module``'s seed functions (SEED_FUNCTIONS) so each call is appended to ``path``
+    as a JSON line (function, value, caller file:line), then runs as before."""
+    import functools
+
+    for dotted in SEED_FUNCTIONS.get(module.__name__, ()):
+        owner = module
+        *parents, attr = dotted.split(".")
+        try:
+            for p in parents:
+                owner = getattr(owner, p)
+            fn = getattr(owner, attr)
+        except Exception:
+            continue
+        if getattr(fn, "_pyrepro_seed_wrapped", False) or not callable(fn):
+            continue
+        qualname = f"{module.__name__}.{dotted}"
+
+        def make(fn=fn, qualname=qualname):
+            @functools.wraps(fn)
+            def seeded(*args, **kwargs):
+                try:
+                    _record_seed(path, qualname, args, kwargs)
+                except Exception:
+                    pass
+                return fn(*args, **kwargs)
+
+            seeded._pyrepro_seed_wrapped = True
+            return seeded
+
+        try:
+            setattr(owner, attr, make())
+        except Exception:
+            continue

@@ -23,18 +23,43 @@ def _wrap(module):
     store = os.environ.get("PYREPRO_DATA_DIR")
     if not store:
         return
+    _runtime().install_store_dir(module, store)
+
+
+def _runtime():
     if _HERE not in sys.path:
         sys.path.append(_HERE)
     import pyrepro_runtime
 
-    pyrepro_runtime.install_store_dir(module, store)
+    return pyrepro_runtime
+
+
+def _seeds(module):
+    path = os.environ.get("PYREPRO_SEEDS_FILE")
+    if path:
+        _runtime().install_seed_recorder(module, path)
+
+
+_SEED_MODULES = ("numpy.random", "torch", "torch.cuda", "tensorflow", "keras.utils", "dgl", "pytorch_lightning",
+                 "lightning", "lightning.pytorch", "transformers")  # as pyrepro_runtime.SEED_FUNCTIONS
+
+
+def _hooks(fullname):
+    out = []
+    if fullname == "jarvis.db.figshare" and os.environ.get("PYREPRO_DATA_DIR"):
+        out.append(_wrap)
+    if fullname in _SEED_MODULES and os.environ.get("PYREPRO_SEEDS_FILE"):
+        out.append(_seeds)
+    return out
 
 
 class _Finder:
-    """A meta-path hook that wraps jarvis.db.figshare right after it is imported."""
+    """A meta-path hook that wraps jarvis.db.figshare (store_dir) and the seed functions of the
+    modules in _SEED_MODULES (PYREPRO_SEEDS_FILE) right after they are imported."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "jarvis.db.figshare":
+        hooks = _hooks(fullname)
+        if not hooks:
             return None
         try:
             import importlib.machinery
@@ -49,10 +74,11 @@ class _Finder:
 
         def exec_module(module):
             orig_exec(module)
-            try:
-                _wrap(module)
-            except Exception as exc:  # never break the model because of this convenience
-                sys.stderr.write(f"pyrepro sitecustomize: store_dir default not installed: {exc!r}\n")
+            for hook in hooks:
+                try:
+                    hook(module)
+                except Exception as exc:  # never break the model because of this convenience
+                    sys.stderr.write(f"pyrepro sitecustomize: {hook.__name__} hook not installed: {exc!r}\n")
 
         loader.exec_module = exec_module
         return spec
@@ -75,9 +101,14 @@ def _chain():
     spec.loader.exec_module(module)
 
 
-if os.environ.get("PYREPRO_DATA_DIR"):
+if os.environ.get("PYREPRO_DATA_DIR") or os.environ.get("PYREPRO_SEEDS_FILE"):
     with contextlib.suppress(Exception):
         sys.meta_path.insert(0, _Finder())
+if os.environ.get("PYREPRO_SEEDS_FILE"):
+    with contextlib.suppress(Exception):
+        import random as _random
+
+        _seeds(_random)
 
 try:
     _chain()

@@ -1,6 +1,6 @@
 """pdm's resolver vs pdm's uv mode (`PDM_USE_UV=1`) on the committed models (issue 12).
 
-Usage: python bench/uv_lock.py [--models a,b] [--timeout 900]
+Usage: python bench/uv_lock.py [--models a,b] [--timeout 900]   (needs `pip install uv` next to pdm)
 
 Per model: copies models/<name>/pyproject.toml to a temporary folder, locks it for the model's
 Python on manylinux_2_28_x86_64 once with pdm's own resolver and once in uv mode (both with

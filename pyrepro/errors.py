@@ -129,6 +129,14 @@ class BuildError(PyreproError):
     """An environment or package could not be built."""
 
 
+class SdistBuildError(BuildError):
+    """Locked sdists that did not build: ``packages`` holds (name, version) of each."""
+
+    def __init__(self, message: str, *, packages: tuple[tuple[str, str], ...] = (), **kw: object) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.packages = packages
+
+
 class RunError(PyreproError):
     """A model run failed or produced no output."""
 

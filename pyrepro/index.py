@@ -258,6 +258,18 @@ class WheelIndex(Index):
 
         return min((f for _v, f in wheels), key=rank)
 
+    def versions_with_wheel(self, name: str, python: str) -> list[str]:
+        """Every release of ``name`` with a wheel a Linux x86_64 CPython ``python`` installs."""
+        proj = self._project(name)
+        out = set()
+        for f in (proj or {}).get("files", []):
+            fn = str(f.get("filename", "")) if isinstance(f, dict) else ""
+            if fn.endswith(".whl") and not f.get("yanked") and wheel_fits(fn, python):
+                v = _version_of(fn)
+                if v:
+                    out.add(v)
+        return sorted(out)
+
     def top_levels(self, name: str, version: str | None = None) -> tuple[frozenset[str], str] | None:
         """(top-level module names, wheel file name) of ``name`` at ``version`` (None: newest), or
         None when the index has no wheel for it or cannot be reached."""

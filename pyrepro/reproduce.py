@@ -202,7 +202,7 @@ def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any]
                                 f"({record.get('category_label', '')}), existing lock matches the pyproject; reused",
                                 category=int(record["category"])))
             return _after_lock(spec, paths, stages, rec, done, mirror=mirror, runner=runner, progress=progress,
-                               test=test, clock=clock)
+                               test=test, clock=clock, online=online, lock_timeout=lock_timeout)
         outcome = lock.lock_model(spec, paths, runner=runner, progress=progress, timeout=lock_timeout)
         rec["relaxed"] = [f"{s.summary}: {s.reason}" for s in outcome.steps]
         if not outcome.ok:
@@ -223,26 +223,90 @@ def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any]
         return done(exc)
 
     return _after_lock(spec, paths, stages, rec, done, mirror=mirror, runner=runner, progress=progress,
-                       test=test, clock=clock)
+                       test=test, clock=clock, online=online, lock_timeout=lock_timeout)
+
+
+MAX_WHEEL_ROUNDS = 3
+
+
+def wheel_instead(spec: Any, exc: Any, index: Any) -> tuple[list[Any], str]:
+    """For each locked sdist that did not build, the nearest release with a wheel for the model's
+    Python, as relaxation steps (rule ``sdist-to-wheel``); ([], why not) when one has none."""
+    from pyrepro import relax
+
+    steps = []
+    for pkg, version in exc.packages:
+        versions = index.versions_with_wheel(pkg, spec.python) if index is not None else []
+        w = relax.nearest_version(version, versions)
+        if w is None:
+            return [], (f"{pkg} {version} did not build and no release of {pkg} has a wheel for CPython "
+                        f"{spec.python}" + ("" if index is not None else " (offline: the index was not asked)"))
+        steps.append(relax.Step("sdist-to-wheel", pkg, f"{pkg}=={version}", f"{pkg}=={w}",
+                                f"the locked sdist {pkg} {version} did not build here; {w} is the nearest release "
+                                f"with a wheel for CPython {spec.python}", ()))
+    return steps, ""
 
 
 def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any],
                 done: Callable[..., Reproduction], *, mirror: Path | None, runner: Runner, progress: Progress,
-                test: bool, clock: Callable[[], float]) -> Reproduction:
-    """Stages 3-5 of ``reproduce``: build, imports, run."""
+                test: bool, clock: Callable[[], float], online: bool = False,
+                lock_timeout: float | None = None) -> Reproduction:
+    """Stages 3-5 of ``reproduce``: build, imports, run. A locked sdist that does not build is
+    replaced by the nearest release with a wheel for the chosen Python (recorded in model.toml as
+    a pin with its reason, then relocked and rebuilt; at most MAX_WHEEL_ROUNDS times)."""
+    from pyrepro.errors import SdistBuildError
+    from pyrepro.registry import parse_model
+
     name = spec.name
     # 3. build
     t0 = clock()
     progress.start(f"reproduce {name}: build")
-    try:
-        from pyrepro.backends import local
+    replaced: list[str] = []
+    index = None
+    while True:
+        try:
+            from pyrepro.backends import local
 
-        built = local.build(spec, paths, mirror=mirror, runner=runner, progress=progress)
-        stages.append(Stage("build", "ok", clock() - t0, f"environment {built.env_key[:12]} (Python {built.python})"))
-    except PyreproError as exc:
-        stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)),
-                            _next_step(exc, "read the build log; a reviewed pin in model.toml usually fixes it")))
-        return done(exc)
+            built = local.build(spec, paths, mirror=mirror, runner=runner, progress=progress)
+            stages.append(Stage("build", "ok", clock() - t0, f"environment {built.env_key[:12]} (Python {built.python})"
+                                + (f"; sdists replaced by wheels: {'; '.join(replaced)}" if replaced else "")))
+            break
+        except SdistBuildError as exc:
+            if online and index is None:
+                from pyrepro.index import WheelIndex
+
+                index = WheelIndex(paths.cache)
+            steps, why = wheel_instead(spec, exc, index) if len(replaced) < MAX_WHEEL_ROUNDS else ([], "")
+            if not steps:
+                stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)) + (f" ({why})" if why else ""),
+                                    _next_step(exc, "read the build log; a reviewed pin in model.toml usually "
+                                                    "fixes it")))
+                return done(exc)
+            from pyrepro import lock
+
+            lock.persist_to_model_toml(lock.LockRequest.from_spec(spec), steps)
+            replaced += [f"{st.before} -> {st.after}" for st in steps]
+            rec.setdefault("relaxed", []).extend(f"{st.summary}: {st.reason}" for st in steps)
+            spec = parse_model(spec.path)
+            try:
+                outcome = lock.lock_model(spec, paths, runner=runner, progress=progress,
+                                          **({"timeout": lock_timeout} if lock_timeout else {}))
+            except PyreproError as lexc:
+                stages.append(Stage("build", "failed", clock() - t0, f"relock after {replaced[-1]}: {gist(str(lexc))}",
+                                    _next_step(lexc, "see the lock record")))
+                return done(lexc)
+            if not outcome.ok:
+                from pyrepro.errors import ResolutionError
+
+                err = ResolutionError(f"relock after {replaced[-1]} failed: {outcome.message}",
+                                      hint="add a reviewed pin to model.toml, then rerun")
+                stages.append(Stage("build", "failed", clock() - t0, gist(str(err)), err.hint or ""))
+                return done(err)
+            spec = parse_model(spec.path)
+        except PyreproError as exc:
+            stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)),
+                                _next_step(exc, "read the build log; a reviewed pin in model.toml usually fixes it")))
+            return done(exc)
 
     # 4. imports
     t0 = clock()

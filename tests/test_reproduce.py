@@ -134,3 +134,97 @@ def test_reproduce__interrupted_during_lock__record_saved_then_reraised(project:
     saved = json.loads((paths.cache / "reproduce" / "sub.json").read_text())
     assert [(s["stage"], s["status"]) for s in saved["stages"]][:2] == [("init", "ok"), ("lock", "failed")]
     assert "interrupted" in saved["stages"][1]["detail"]
+
+
+PIP_SDIST_FAIL = """\
+Collecting tinycalc==0.3.0
+  Downloading tinycalc-0.3.0.tar.gz (12 kB)
+  Installing build dependencies: finished with status 'done'
+  Getting requirements to build wheel: finished with status 'error'
+  error: subprocess-exited-with-error
+  × Getting requirements to build wheel did not run successfully.
+  │ exit code: 1
+  ModuleNotFoundError: No module named 'distutils.msvccompiler'
+Building wheel for otherpkg (pyproject.toml): finished with status 'done'
+ERROR: Failed to build installable wheels for some pyproject.toml based projects (tinycalc)
+"""
+
+
+def test_failed_sdists__pip_output__the_named_one_else_all() -> None:
+    from pyrepro.backends.local import Locked, failed_sdists
+
+    group = [Locked("tinycalc", "0.3.0", ("sha256:0",), True), Locked("otherpkg", "1.0", ("sha256:1",), True)]
+    assert failed_sdists(group, PIP_SDIST_FAIL) == (("tinycalc", "0.3.0"),)
+    assert failed_sdists(group, "ERROR: Failed to build tinycalc otherpkg\n") == (("tinycalc", "0.3.0"),
+                                                                                 ("otherpkg", "1.0"))
+    assert failed_sdists(group, "something else went wrong") == (("tinycalc", "0.3.0"), ("otherpkg", "1.0"))
+
+
+def test_reproduce__sdist_does_not_build__nearest_wheel_pinned_relocked_rebuilt(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 12: a locked sdist that cannot build here moves to the nearest release with a wheel
+    for the chosen Python, recorded as a pin with its reason in model.toml; relock, rebuild."""
+    import tomllib
+
+    from pyrepro.backends import local
+    from pyrepro.errors import SdistBuildError
+
+    root = write_files({"sub/run.py": "import tinycalc\n", "sub/requirements.txt": "tinycalc==0.3.0\n"})
+    listing = {"files": [{"filename": f"tinycalc-{v}-cp311-cp311-manylinux2014_x86_64.whl", "url": "u"}
+                         for v in ("0.2.0", "0.3.2", "1.0.0")] + [{"filename": "tinycalc-0.3.0.tar.gz", "url": "u"}]}
+    monkeypatch.setattr("pyrepro.index._urllib_fetch",
+                        lambda url: json.dumps(listing).encode() if "tinycalc" in url else None)
+    builds: list[list[str]] = []
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        builds.append(list(spec.dependencies.scanned) + [f"{p.name}{p.spec}" for p in spec.dependencies.pins])
+        if len(builds) == 1:
+            raise SdistBuildError("installing the sdist-only locked packages (tinycalc) of sub failed: "
+                                  + PIP_SDIST_FAIL, packages=(("tinycalc", "0.3.0"),))
+        from pyrepro.backends import BuiltModel
+
+        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
+                          "s" * 20, paths.cache / "launch", "3.11.9", True, True, 0.1)
+
+    locks: list[str] = []
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        locks.append((spec.dir / "pyproject.toml").read_text())
+        return lock.LockOutcome(spec.name, 1, "as-declared", (), (), (), (), (), (), 1.0, spec.python, ("x",), 1,
+                                "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
+
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    from pyrepro import run as run_mod
+
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: [])  # the import stage is not this test's
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=True)
+    build = next(s for s in res.stages if s.name == "build")
+    assert len(builds) == 2 and build.status == "ok", build
+    assert "tinycalc==0.3.0 -> tinycalc==0.3.2" in build.detail
+    doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
+    pin = next(p for p in doc["dependencies"]["pins"] if p["name"] == "tinycalc")
+    assert pin["spec"] == "==0.3.2" and "nearest release with a wheel for CPython 3.11" in pin["reason"]
+    assert "tinycalc==0.3.2" in locks[-1]  # the relock saw the regenerated pyproject
+    assert any("sdist-to-wheel" in r for r in res.relaxed)
+
+
+def test_reproduce__sdist_does_not_build_offline__stops_at_build_saying_why(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyrepro.backends import local
+    from pyrepro.errors import SdistBuildError
+
+    root = write_files({"sub/run.py": "import tinycalc\n", "sub/requirements.txt": "tinycalc==0.3.0\n"})
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        raise SdistBuildError("installing the sdist-only locked packages (tinycalc) of sub failed",
+                              packages=(("tinycalc", "0.3.0"),))
+
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(lock, "lock_model", lambda spec, paths, **kw: lock.LockOutcome(
+        spec.name, 1, "as-declared", (), (), (), (), (), (), 1.0, spec.python, ("x",), 1, "sha256:0", None,
+        spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok"))
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=False)
+    build = next(s for s in res.stages if s.name == "build")
+    assert build.status == "failed" and "offline: the index was not asked" in build.detail
+    assert res.error is not None and res.stopped_at is build

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import platform as _platform
+import re
 import shutil
 import tempfile
 import time
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from pyrepro import patches, proc, sources, verify
 from pyrepro.backends import BuiltModel
-from pyrepro.errors import BuildError, InputError, IntegrityError, NotFoundError, PyreproError
+from pyrepro.errors import BuildError, InputError, IntegrityError, NotFoundError, PyreproError, SdistBuildError
 from pyrepro.interpreters import find_python
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner
@@ -215,10 +216,12 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
             else:
                 what = "the locked packages" if len(tries) == 1 else "the sdist-only locked packages (" + \
                     ", ".join(p.name for p in group) + ")"
-                raise BuildError(f"installing {what} of {spec.name} failed: "
-                                 + "; then ".join(failures),
-                                 hint="see the pip output above; a sdist that needs a compiler or a package "
-                                      "without a wheel for this Python are the usual causes")
+                hint = ("see the pip output above; a sdist that needs a compiler or a package "
+                        "without a wheel for this Python are the usual causes")
+                if group is sdists:
+                    raise SdistBuildError(f"installing {what} of {spec.name} failed: " + "; then ".join(failures),
+                                          packages=failed_sdists(group, "\n".join(failures)), hint=hint)
+                raise BuildError(f"installing {what} of {spec.name} failed: " + "; then ".join(failures), hint=hint)
         progress.advance(label, len(pkgs), "installed")
         for src in extra_pkgs:
             runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-build-isolation", str(src)],
@@ -323,6 +326,22 @@ def check_lock_matches(spec: ModelSpec) -> None:
 def _discard(path: Path) -> None:
     sources.make_writable(path)
     shutil.rmtree(path, ignore_errors=True)
+
+
+def failed_sdists(group: list[Locked], pip_output: str) -> tuple[tuple[str, str], ...]:
+    """Which of the sdists pip tried to build failed: the ones pip names ("Failed to build x y",
+    "Building wheel for x ... error", "Getting requirements to build wheel ... for x"), else all."""
+    from packaging.utils import canonicalize_name
+
+    named: set[str] = set()
+    for m in re.finditer(r"Failed to build (?:installable wheels for some pyproject\.toml based projects )?"
+                         r"\(?([A-Za-z0-9._, -]+?)\)?\s*$", pip_output, re.M):
+        named |= {canonicalize_name(x) for x in re.split(r"[,\s]+", m.group(1)) if x}
+    for m in re.finditer(r"(?:Building wheel|Preparing metadata|Getting requirements to build wheel)"
+                         r"[^\n]*? for ([A-Za-z0-9._-]+)[^\n]*(?:error|did not run successfully)", pip_output):
+        named.add(canonicalize_name(m.group(1)))
+    hit = tuple((p.name, p.version) for p in group if canonicalize_name(p.name) in named)
+    return hit or tuple((p.name, p.version) for p in group)
 
 
 def build(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None, runner: Runner = proc.run,

@@ -172,8 +172,25 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
     rt = tomlkit.table()
     rt["tools"] = sorted({t.name for t in scan.runtime_tools if not t.name.startswith("python")})
     doc["runtime"] = rt
+    # declared VCS requirements are sources, never PyPI names: a full commit becomes an extra
+    # source (generate leaves its name out of the PyPI dependencies); anything else is a review item
+    from pyrepro.scan.metadata import vcs_source
+
+    vcs: dict[str, tuple[tuple[str, str, str], Any]] = {}
+    for decl in scan.declared:
+        src = vcs_source(decl.spec)
+        if src is not None and decl.name not in vcs:
+            vcs[decl.name] = (src, decl)
+    pinned_sources = {n: v for n, v in vcs.items() if re.fullmatch(r"[0-9a-f]{40}", v[0][2])}
+    for n, ((_nm, url, ref), decl) in sorted(vcs.items()):
+        if n not in pinned_sources:
+            notes.append(f"declared VCS source {n} ({decl.path}:{decl.line}): {url}"
+                         f"{' at ' + ref if ref else ' with no ref'}; not a PyPI name and not installed: resolve "
+                         "the full 40-hex commit, then add it as [[extra_sources]] (name, repository, commit)")
+    if vcs:
+        doc["notes"] = "; ".join(notes)
     deps = tomlkit.table()
-    deps["scanned"] = list(scan.required)
+    deps["scanned"] = [d for d in scan.required if d not in vcs or d in pinned_sources]
     # imports behind platform/version guards keep their guard as a PEP 508 marker
     declared = set(scan.declared_names)
     deps["extra"] = [f"{d}; {m}" for d, m in scan.conditional.items()] + \
@@ -191,7 +208,7 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
     for dname in scan.declared_names:
         if dname not in requirement_files:
             continue
-        if dname in used or any(e.split(";")[0].strip() == dname for e in extra):
+        if dname in used or dname in vcs or any(e.split(";")[0].strip() == dname for e in extra):
             continue
         why = dev_tool_reason(dname)
         if why:
@@ -216,6 +233,14 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
             pins.append(t)
     if len(pins):
         deps["pins"] = pins
+    if pinned_sources:
+        es = tomlkit.aot()
+        for n, ((_nm, url, ref), decl) in sorted(pinned_sources.items()):
+            t = tomlkit.table()
+            t.update({"name": n, "repository": url, "commit": ref, "install": "package"})
+            t.add(tomlkit.comment(f"declared in {decl.path}:{decl.line}; hash unknown until fetched"))
+            es.append(t)
+        doc["extra_sources"] = es
     doc["dependencies"] = deps
     matched = [m for m in wheel_matches if m.declared]
     if matched:
@@ -251,6 +276,10 @@ def match_by_wheels(scan: ScanResult, index: Any) -> list[WheelMatch]:
     declared = {}
     for d in scan.declared:
         if Path(d.path).name == "metadata.json" or _not_installable(d.name) or d.name in declared:
+            continue
+        from pyrepro.scan.metadata import vcs_source
+
+        if vcs_source(d.spec) is not None:
             continue
         spec = d.spec.split(";")[0]
         version = spec.split("==", 1)[1].strip() if "==" in spec and "*" not in spec.split("==", 1)[1] else None

@@ -141,3 +141,34 @@ def test_zip_names__any_wheel__every_name_back(names: list[str]) -> None:
     body = _wheel(names)
     got = _zip_names(body[-65536:], len(body), lambda o, n: body[o:o + n])
     assert got is not None and sorted(got) == sorted(names)
+
+
+def test_init__declared_git_requirements__sources_never_pypi_names(write_files: Write, tmp_path: Path) -> None:
+    """Issue 12: a git requirement with a full commit becomes [[extra_sources]] (left out of the PyPI
+    dependencies); one with a short ref or a branch is a review item; neither is a PyPI name."""
+    full = "0123456789abcdef0123456789abcdef01234567"
+    root = write_files({"sub/run.py": "import graphlist\nimport srcpkg\nimport numpy\n",
+                        "sub/requirements.txt": f"numpy==1.26.4\ngit+https://github.com/x/graphlist@dcbf79e\n"
+                                                f"srcpkg @ git+https://github.com/y/srcpkg.git@{full}\n"})
+    assert main(["init", str(root / "sub"), "--name", "sub", "--models-dir", str(tmp_path / "models"),
+                 "--python", "3.10", "--offline"]) == 0
+    doc = tomllib.loads((tmp_path / "models" / "sub" / "model.toml").read_text())
+    assert doc["extra_sources"] == [{"name": "srcpkg", "repository": "https://github.com/y/srcpkg.git",
+                                     "commit": full, "install": "package"}]
+    assert "graphlist" not in doc["dependencies"]["scanned"] and "graphlist" not in doc["dependencies"]["extra"]
+    assert "declared VCS source graphlist (requirements.txt:2)" in doc["notes"] and "dcbf79e" in doc["notes"]
+    pyproject = tomllib.loads((tmp_path / "models" / "sub" / "pyproject.toml").read_text())
+    assert pyproject["project"]["dependencies"] == ["numpy==1.26.4"]
+
+
+@pytest.mark.parametrize(("spec", "want"), [
+    ("git+https://github.com/x/graphlist@dcbf79e", ("graphlist", "https://github.com/x/graphlist", "dcbf79e")),
+    ("git+https://github.com/x/G-L.git@v1.0#egg=graphlist", ("graphlist", "https://github.com/x/G-L.git", "v1.0")),
+    ("-e git+ssh://git@github.com/x/y.git#egg=yy", ("yy", "ssh://git@github.com/x/y.git", "")),
+    ("pkg[extra] @ git+https://h/o/r@abc", ("pkg", "https://h/o/r", "abc")),
+    ("numpy==1.2", None),
+])
+def test_vcs_source__forms(spec: str, want: tuple[str, str, str] | None) -> None:
+    from pyrepro.scan.metadata import vcs_source
+
+    assert vcs_source(spec) == want

@@ -65,16 +65,44 @@ def _line_of(text: str, needle: str) -> int | None:
 _SIMPLE_REQ = re.compile(r"^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:(?:==|>=|<=|~=|!=|<|>)\s*[A-Za-z0-9.*+!_-]+)?$")
 
 
+def vcs_source(spec: str) -> tuple[str, str, str] | None:
+    """(name, repository URL, ref) of a VCS requirement (``git+https://host/o/repo@ref#egg=x``,
+    ``name @ git+https://...@ref``, ``-e git+...``); None for anything else. The name is the
+    egg/PEP 508 name, else the repository's last path segment; ref is "" when none is given."""
+    s = spec.strip()
+    s = re.sub(r"^(-e|--editable)\s+", "", s)
+    named = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*@\s*(.+)$", s)
+    name = named.group(1) if named else ""
+    if named:
+        s = named.group(3).strip()
+    m = re.match(r"^(git|hg|svn|bzr)\+(\S+)$", s.split(";")[0].strip())
+    if not m:
+        return None
+    url = m.group(2)
+    egg = re.search(r"#egg=([A-Za-z0-9_.\-]+)", url)
+    url = url.split("#", 1)[0]
+    ref = ""
+    scheme_end = url.find("://") + 3 if "://" in url else 0
+    at = url.rfind("@")
+    if at > scheme_end and "/" not in url[at:]:
+        url, ref = url[:at], url[at + 1:]
+    base = url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+    return (name or (egg.group(1) if egg else base)), url, ref
+
+
 def _req(s: str, path: str, line: int | None, warnings: list[tuple[str, int | None, str]]) -> Declared | None:
     s = s.strip()
     if not s:
         return None
     egg = re.search(r"#egg=([A-Za-z0-9_.\-]+)", s)
-    if s.startswith(("-e ", "--editable")) or s.startswith("git+"):
-        if egg:
-            warnings.append((path, line, f"{s[:80]!r} is a VCS/editable entry; pin it as an extra source"))
-            return Declared(canonicalize_name(egg.group(1)), s, path, line)
-        warnings.append((path, line, f"{s[:80]!r} is a VCS/editable entry without #egg=; ignored"))
+    if s.startswith(("-e ", "--editable")) or re.match(r"(git|hg|svn|bzr)\+", s):
+        src = vcs_source(s)
+        name = egg.group(1) if egg else (src[0] if src else "")
+        if name:
+            warnings.append((path, line, f"{s[:80]!r} is a VCS source, not a PyPI name: it becomes an extra source "
+                                         "of the model (a full commit id) or a review item"))
+            return Declared(canonicalize_name(name), s, path, line)
+        warnings.append((path, line, f"{s[:80]!r} is a VCS/editable entry whose name cannot be read; ignored"))
         return None
     simple = _SIMPLE_REQ.match(s)
     if simple:  # 'name' / 'name==1.2' (most lines of exported environments): no full PEP 508 parse needed

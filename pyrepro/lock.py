@@ -429,7 +429,7 @@ def _run_pdm(workdir: Path, python: str, exclude_newer: str | None, *, runner: R
         try:
             done = runner(cmd, cwd=workdir, env=env, check=False, timeout=timeout)
         except ExternalToolError as exc:  # the default runner's timeout
-            return _Run(False, exc.stderr or str(exc), time.monotonic() - start)
+            return _Run(False, _timed_out(exc), time.monotonic() - start)
         text = (done.stderr + "\n" + done.stdout).strip()
         if done.returncode == 0 or not TRANSIENT.search(text) or retry == TRANSIENT_RETRIES:
             break
@@ -455,9 +455,15 @@ def _run_pdm(workdir: Path, python: str, exclude_newer: str | None, *, runner: R
                                                   for p in problems)
                 lock_file.write_text(saved, encoding="utf-8")
         except ExternalToolError as exc:
-            note = f"not locked: {exc.stderr or exc}"
+            note = f"not locked: {_timed_out(exc)}"
             lock_file.write_text(saved, encoding="utf-8")
     return _Run(True, text, time.monotonic() - start, lock_file.read_text(encoding="utf-8"), note)
+
+
+def _timed_out(exc: ExternalToolError) -> str:
+    """What a runner's timeout tells the diagnosis: the reason only. pdm's half-finished output
+    (retries, warnings) must not be read as the cause of a failed resolution."""
+    return f"timed out after {exc.timeout} s" if exc.timeout is not None else exc.stderr or str(exc)
 
 
 def _trim(text: str, lines: int = 25) -> str:

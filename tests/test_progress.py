@@ -3,18 +3,29 @@ terminal printer that shows them (issue 16)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+import shutil
 import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pyrepro import proc
+from pyrepro import lock, proc, run
+from pyrepro.backends import local
 from pyrepro.errors import ExternalToolError
+from pyrepro.paths import Paths
+from pyrepro.proc import Completed
+from pyrepro.progress import DETAIL_WIDTH, RecordingProgress, output_detail, shorten
+from pyrepro.registry import load_registry
+from tests.fakes import FakeRunner
+from tests.test_lock import GOOD_LOCK, _project
 
 PY = sys.executable
+BACKEND = Path(__file__).parent / "scenarios" / "backend"
 
 
 def _py(code: str) -> list[str]:
@@ -137,3 +148,208 @@ def test_external_tool_error__failure__message_ends_with_the_output_tail() -> No
         """))
     _head, tail = str(err.value).split("failed with exit code 2:\n")
     assert tail.splitlines() == [f"pip says {i}" for i in range(100 - ExternalToolError.TAIL_LINES, 100)]
+
+
+# --------------------------------------------------------------------------- tool output -> details
+
+def test_shorten__colour_codes_whitespace_and_length__one_plain_line() -> None:
+    assert shorten("\x1b[32mCollecting\x1b[0m   torch==2.0.0\t ") == "Collecting torch==2.0.0"
+    long = shorten("x" * 200)
+    assert len(long) == DETAIL_WIDTH and long.endswith("…")
+
+
+def test_output_detail__repeats_and_unsummarised_lines__not_reported() -> None:
+    rec = RecordingProgress()
+    on_line = output_detail(rec, "step", lambda ln: ln.upper() if ln.startswith("keep") else None)
+    for line in ["keep a", "drop", "keep a", "keep b", "  "]:
+        on_line(line)
+    assert rec.events == [("advance", "step", "KEEP A"), ("advance", "step", "KEEP B")]
+
+
+@pytest.mark.parametrize(("line", "detail"), [
+    ("Collecting torch==2.0.0 (from -r /tmp/x/requirements.txt (line 3))", "Collecting torch==2.0.0"),
+    ("  Downloading https://files.example/t/torch-2.0.0-cp310-cp310-manylinux1_x86_64.whl (619.9 MB)",
+     "Downloading torch-2.0.0 (619.9 MB)"),
+    ("  Using cached six-1.17.0-py2.py3-none-any.whl (11 kB)", "Using cached six-1.17.0 (11 kB)"),
+    ("Processing /cache/alignn-2023.1.1.tar.gz", "Processing alignn-2023.1.1"),
+    ("  Installing build dependencies: started", "Installing build dependencies"),
+    ("  Building wheel for torch-scatter (setup.py): started", "Building wheel for torch-scatter"),
+    ("Installing collected packages: six, torch, numpy", "Installing 3 collected packages"),
+    ("Successfully installed numpy-1.24.4 six-1.17.0", "Successfully installed 2 packages"),
+    ("ERROR: THESE PACKAGES DO NOT MATCH THE HASHES", "ERROR: THESE PACKAGES DO NOT MATCH THE HASHES"),
+    ("  Stored in directory: /tmp/pip-ephem-wheel-cache/wheels/98", None),
+])
+def test_pip_detail__pip_lines__package_being_fetched_built_or_installed(line: str, detail: str | None) -> None:
+    assert local.pip_detail(line) == detail
+
+
+PIP_OUTPUT = "".join(f"Collecting pkg{i}==1.0 (from -r requirements.txt (line {i}))\n"
+                     f"  Downloading pkg{i}-1.0-py3-none-any.whl (11 kB)\n" for i in range(300)) + \
+    "Installing collected packages: " + ", ".join(f"pkg{i}" for i in range(300)) + "\n" + \
+    "Successfully installed " + " ".join(f"pkg{i}-1.0" for i in range(300)) + "\n"
+
+
+def _fake_pip(output: str = PIP_OUTPUT, returncode: int = 0, stderr: str = "") -> Any:
+    """A runner: pip answers with canned output (line by line, as ``proc.run`` streams it), every
+    other program really runs (the venv, the model)."""
+    pip = FakeRunner().on([], output, returncode=returncode, stderr=stderr)
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        if [str(c) for c in cmd][1:4] == ["-m", "pip", "install"]:
+            return pip(cmd, **kw)
+        return proc.run(cmd, **kw)
+
+    return runner
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Paths:
+    root = tmp_path / "root"
+    shutil.copytree(BACKEND / "models", root / "models")
+    shutil.copytree(BACKEND / "patches", root / "patches")
+    (root / "flake.nix").write_text("{ }\n")
+    return Paths(root=root, cache=tmp_path / "cache")
+
+
+def test_build_env__pip_output__progress_names_each_package(world: Paths) -> None:
+    spec = load_registry(world.models).get("mini")
+    rec = RecordingProgress()
+    local.build_env(spec, world, runner=_fake_pip(), progress=rec, platform="linux-x86_64")
+    details = [d for kind, label, d in rec.events if kind == "advance" and label == "build mini env"]
+    assert details[0] == "venv" and details[-1] == "installed"
+    assert details[1:5] == ["Collecting pkg0==1.0", "Downloading pkg0-1.0 (11 kB)",
+                            "Collecting pkg1==1.0", "Downloading pkg1-1.0 (11 kB)"]
+    assert details[-3:-1] == ["Installing 300 collected packages", "Successfully installed 300 packages"]
+    assert rec.events[-1] == ("finish", "build mini env", "1 packages")
+
+
+def test_run_model__model_output__progress_shows_its_last_line(world: Paths) -> None:
+    spec = load_registry(world.models).get("mini")
+    rec = RecordingProgress()
+    # pip installs nothing, so the model stops at 'import six': its last line is the detail
+    record = run.run_model(spec, world, test=True, mirror=BACKEND / "mirror", runner=_fake_pip(""), progress=rec)
+    assert record.data["exit_code"] != 0
+    details = [d for kind, label, d in rec.events if kind == "advance" and label == "run mini"]
+    assert "ModuleNotFoundError: No module named 'six'" in details
+    assert (record.record_path.parent / "logs" / "stderr.log").read_text().rstrip().endswith(
+        "ModuleNotFoundError: No module named 'six'")  # the log file still has everything
+
+
+# pdm lock -v, as it prints (abridged from a real run)
+PDM_VERBOSE = """\
+pdm.termui: ======== Start resolving requirements ========
+pdm.termui:   six==1.16.0
+pdm.termui:   Adding requirement python==3.11.*
+pdm.termui:   Adding requirement matplotlib==3.7.1
+pdm.termui: ======== Starting round 0 ========
+pdm.termui: Adding new pin: python None
+pdm.termui: ======== Starting round 1 ========
+unearth.preparer: Downloading <Link https://files.example/p/matplotlib-3.7.1-cp311-cp311-manylinux2014_x86_64.whl (from https://pypi.org/simple/matplotlib/)> (8.3 MB)
+pdm.termui:   Adding requirement numpy>=1.20(from matplotlib 3.7.1)
+pdm.termui: Adding new pin: matplotlib 3.7.1
+pdm.termui: ======== Starting round 2 ========
+pdm.termui: Candidate rejected: requests@2.29.0 because it introduces a new requirement urllib3<1.27 that conflicts with other requirements:
+    urllib3>=2 (from project)
+pdm.termui: Adding new pin: numpy 1.24.4
+pdm.termui: ======== Resolution Result ========
+pdm.termui:      numpy 1.24.4
+pdm.termui: Fetching hashes for numpy@1.24.4
+"""
+
+PDM_VERBOSE_FAILURE = """\
+pdm.termui: ======== Start resolving requirements ========
+pdm.termui:   Adding requirement six<1.5
+ERROR: Unable to find a resolution for six
+because of the following conflicts:
+  six<1.5 (from project)
+  six==1.16.0 (from project)
+To fix this, you could loosen the dependency version constraints in pyproject.toml.
+Traceback (most recent call last):
+  File "/venv/bin/pdm", line 8, in <module>
+    sys.exit(main())
+             ^^^^^^
+  File "/venv/lib/python3.11/site-packages/pdm/cli/actions.py", line 164, in do_lock
+    raise ResolutionError("Unable to find a resolution") from None
+pdm.exceptions.ResolutionError: Unable to find a resolution
+"""
+
+
+def test_resolver_detail__pdm_verbose_output__round_pins_and_current_step() -> None:
+    summarise = lock.ResolverDetail()
+    details = [d for d in map(summarise, PDM_VERBOSE.splitlines()) if d is not None]
+    assert details == [
+        "round 0, 0 pinned: requirement python==3.11.*",
+        "round 0, 0 pinned: requirement matplotlib==3.7.1",
+        "round 0, 0 pinned",
+        "round 0, 1 pinned: pin python None",
+        "round 1, 1 pinned",
+        "round 1, 1 pinned: download matplotlib-3.7.1 (8.3 MB)",
+        "round 1, 1 pinned: requirement numpy>=1.20 (from matplotlib 3.7.1)",
+        "round 1, 2 pinned: pin matplotlib 3.7.1",
+        "round 2, 2 pinned",
+        "round 2, 2 pinned: rejected requests@2.29.0",
+        "round 2, 3 pinned: pin numpy 1.24.4",
+        "resolved: 3 pinned in 2 rounds",
+        "fetching hashes: numpy@1.24.4",
+    ]
+    assert summarise("ERROR: Unable to find a resolution for six") == "ERROR: Unable to find a resolution for six"
+
+
+def test_quiet__verbose_failure__reads_as_pdm_without_v() -> None:
+    assert lock._quiet(PDM_VERBOSE_FAILURE) == textwrap.dedent("""\
+        ERROR: Unable to find a resolution for six
+        because of the following conflicts:
+          six<1.5 (from project)
+          six==1.16.0 (from project)
+        To fix this, you could loosen the dependency version constraints in pyproject.toml.
+        [ResolutionError]: Unable to find a resolution""")
+    assert lock._quiet(PDM_VERBOSE + "Changes are written to pdm.lock.\n") == "Changes are written to pdm.lock."
+
+
+def test_quiet__build_output_quoted_by_pdm__its_traceback_stays() -> None:
+    build_output = textwrap.dedent("""\
+        Traceback (most recent call last):
+          File "/tmp/pdm-build-env-x/setup.py", line 3, in <module>
+            import torch
+        ModuleNotFoundError: No module named 'torch'""")
+    verbose = textwrap.dedent("""\
+        Traceback (most recent call last):
+          File "/venv/lib/python3.11/site-packages/pdm/builders/base.py", line 110, in log_subprocessor
+            raise build_error(e) from None
+        pdm.exceptions.BuildError: Build backend raised error: Showing the last 10 lines of the build output:
+        """) + build_output + "\n"
+    assert lock._quiet(verbose) == "[BuildError]: Build backend raised error: Showing the last 10 lines of the " \
+        "build output:\n" + build_output
+
+
+def _fake_pdm_verbose(fail_first: bool) -> FakeRunner:
+    state = {"n": 0}
+
+    def pdm(argv, cwd, env):  # type: ignore[no-untyped-def]
+        assert "-v" in argv
+        state["n"] += 1
+        if fail_first and state["n"] == 1:
+            return Completed(tuple(argv), 1, "", PDM_VERBOSE_FAILURE)
+        proj = Path(argv[argv.index("-p") + 1])
+        h = lock.content_hash(lock.read_pyproject(proj / "pyproject.toml"))
+        (proj / "pdm.lock").write_text(GOOD_LOCK.format(h=h.removeprefix("sha256:")))
+        return Completed(tuple(argv), 0, "Changes are written to pdm.lock.\n", PDM_VERBOSE)
+
+    return FakeRunner().on(lock.pdm_command(), pdm)
+
+
+def test_lock_request__pdm_verbose_output__resolver_steps_as_details_record_as_without_v(tmp_path: Path) -> None:
+    d = _project(tmp_path, ["six"])
+    rec = RecordingProgress()
+    req = lock.LockRequest("p", d, "3.10", submitted=dt.date(2023, 1, 14))
+    out = lock.lock_request(req, runner=_fake_pdm_verbose(fail_first=True), progress=rec,
+                            python_exe=Path("/usr/bin/python3"), aarch64=False)
+    assert out.category == 2 and out.strategy == "date-bounded"
+    details = [d for kind, label, d in rec.events if kind == "advance" and label == "lock p"]
+    assert "ERROR: Unable to find a resolution for six" in details
+    assert "round 2, 3 pinned: pin numpy 1.24.4" in details
+    assert all(len(d) <= DETAIL_WIDTH for d in details)
+    failed = out.attempts[0]
+    assert [p.kind for p in failed.problems] == ["conflict"] and failed.problems[0].package == "six"
+    assert "pdm.termui" not in failed.error and "Traceback" not in failed.error
+    assert failed.error.splitlines()[-1] == "[ResolutionError]: Unable to find a resolution"

@@ -4,6 +4,8 @@ terminal printer that shows them (issue 16)."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import io
 import os
 import shutil
 import sys
@@ -16,6 +18,8 @@ import pytest
 
 from pyrepro import lock, proc, run
 from pyrepro.backends import local
+from pyrepro.cli import main
+from pyrepro.cli._common import CliProgress, close_progress
 from pyrepro.errors import ExternalToolError
 from pyrepro.paths import Paths
 from pyrepro.proc import Completed
@@ -353,3 +357,119 @@ def test_lock_request__pdm_verbose_output__resolver_steps_as_details_record_as_w
     assert [p.kind for p in failed.problems] == ["conflict"] and failed.problems[0].package == "six"
     assert "pdm.termui" not in failed.error and "Traceback" not in failed.error
     assert failed.error.splitlines()[-1] == "[ResolutionError]: Unable to find a resolution"
+
+
+# --------------------------------------------------------------------------- the terminal
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_cli_progress__not_a_tty__details_at_most_every_10_s(capsys: pytest.CaptureFixture[str]) -> None:
+    clock = Clock()
+    p = CliProgress(tty=False, clock=clock)
+    p.start("lock alignn")
+    for second in range(60):  # a resolver line every 0.1 s for a minute
+        for tenth in range(10):
+            clock.now = 1000.0 + second + tenth / 10
+            p.advance("lock alignn", 0, f"round {second * 10 + tenth}")
+    p.advance("lock alignn", 1, "date-bounded: pdm lock")  # a counted step is always shown
+    clock.now = 1125.0
+    p.finish("lock alignn", "category 2")
+    assert capsys.readouterr().err.splitlines() == [
+        "[start] lock alignn",
+        "[....] lock alignn [10s] round 100",
+        "[....] lock alignn [20s] round 200",
+        "[....] lock alignn [30s] round 300",
+        "[....] lock alignn [40s] round 400",
+        "[....] lock alignn [50s] round 500",
+        "[....] lock alignn [59s] date-bounded: pdm lock",
+        "[done] lock alignn category 2 [2m05s]",
+    ]
+
+
+def test_cli_progress__not_a_tty__message_for_a_step_never_started_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    p = CliProgress(tty=False, clock=Clock())
+    p.advance("build mini", 0, "restaging: the staged source was modified")
+    assert capsys.readouterr().err == "[....] build mini restaging: the staged source was modified\n"
+
+
+def _tty_progress() -> tuple[CliProgress, io.StringIO]:
+    from rich.console import Console
+
+    buf = io.StringIO()
+    return CliProgress(tty=True, console=Console(file=buf, force_terminal=True, width=160, color_system=None)), buf
+
+
+def test_cli_progress__tty__label_spinner_elapsed_and_detail_live() -> None:
+    p, buf = _tty_progress()
+    p.start("build alignn env", total=3)
+    p.advance("build alignn env", 0, "Collecting torch[cuda]==2.0.0")  # brackets are text, not markup
+    p.advance("build alignn env", 1)
+    live = p._rich.tasks[0]
+    assert (live.description, live.fields["detail"], live.completed) == \
+        ("build alignn env", "Collecting torch[cuda]==2.0.0", 1)
+    p.finish("build alignn env", "112 packages")
+    assert p._rich is None  # the last step finished: the display ended
+    last = buf.getvalue().replace("\r", "\n").splitlines()[-2]
+    assert "✓ build alignn env" in last and "0:00:0" in last and last.rstrip().endswith("112 packages")
+
+
+def test_close_progress__live_display__stopped_before_an_error_is_printed() -> None:
+    p, buf = _tty_progress()
+    p.start("lock alignn")
+    assert p._rich is not None
+    close_progress()
+    assert p._rich is None and buf.getvalue().endswith("\x1b[?25h")  # the cursor is back
+    p.advance("lock alignn", 0, "late line")  # a step left running stays silent
+
+
+# --------------------------------------------------------------------------- commands
+
+def test_build_cli__pip_prints_hundreds_of_lines__ci_log_gets_a_few(
+        world: Paths, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYREPRO_ROOT", str(world.root))
+    monkeypatch.setenv("PYREPRO_CACHE", str(world.cache))
+    monkeypatch.setattr(local, "build", functools.partial(local.build, runner=_fake_pip()))
+    assert main(["build", "mini", "--mirror", str(BACKEND / "mirror")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "[start] build mini env (3)" and err[-1].startswith("[done] build mini env 1 packages [")
+    pip_lines = [ln for ln in err if "pkg" in ln]
+    # 600 lines in well under 10 s: at most one of them reaches the log
+    assert len(pip_lines) <= 1 and len(err) <= 5
+
+
+def test_build_cli__pip_fails__error_shows_the_tail_of_its_output(
+        world: Paths, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYREPRO_ROOT", str(world.root))
+    monkeypatch.setenv("PYREPRO_CACHE", str(world.cache))
+    stderr = "".join(f"  detail {i}\n" for i in range(100)) + "ERROR: No matching distribution found for six\n"
+    monkeypatch.setattr(local, "build", functools.partial(local.build, runner=_fake_pip("", 1, stderr)))
+    assert main(["build", "mini", "--mirror", str(BACKEND / "mirror")]) == 11
+    err = capsys.readouterr().err
+    assert "error: installing the locked packages of mini failed" in err
+    assert "  detail 99\nERROR: No matching distribution found for six" in err and "detail 50\n" not in err
+
+
+def test_lock_cli__resolver_prints_hundreds_of_lines__ci_log_gets_a_few(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    d = _project(tmp_path, ["six"])
+    verbose = PDM_VERBOSE + "".join(f"pdm.termui: Adding new pin: pkg{i} 1.0\n" for i in range(500))
+    fake = FakeRunner().on(lock.pdm_command(), lambda argv, cwd, env: _locked(argv, verbose))
+    monkeypatch.setattr(lock, "lock_request", functools.partial(lock.lock_request, runner=fake,
+                                                                python_exe=Path("/usr/bin/python3")))
+    assert main(["lock", "--project", str(d), "--python", "3.10", "--no-aarch64"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "[start] lock proj" and err[-1].startswith("[done] lock proj category 1 (as-declared")
+    assert len(err) <= 4  # start, the attempt, at most one resolver line, done
+
+
+def _locked(argv: tuple[str, ...], stderr: str) -> Completed:
+    proj = Path(argv[argv.index("-p") + 1])
+    h = lock.content_hash(lock.read_pyproject(proj / "pyproject.toml"))
+    (proj / "pdm.lock").write_text(GOOD_LOCK.format(h=h.removeprefix("sha256:")))
+    return Completed(tuple(argv), 0, "", stderr)

@@ -473,3 +473,15 @@ def _locked(argv: tuple[str, ...], stderr: str) -> Completed:
     h = lock.content_hash(lock.read_pyproject(proj / "pyproject.toml"))
     (proj / "pdm.lock").write_text(GOOD_LOCK.format(h=h.removeprefix("sha256:")))
     return Completed(tuple(argv), 0, "", stderr)
+
+
+
+def test_run_cli__model_fails__the_end_of_its_stderr_shown(
+        world: Paths, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYREPRO_ROOT", str(world.root))
+    monkeypatch.setenv("PYREPRO_CACHE", str(world.cache))
+    monkeypatch.setattr(run, "run_model", functools.partial(run.run_model, runner=_fake_pip("")))
+    assert main(["run", "mini", "--test", "--mirror", str(BACKEND / "mirror")]) == 12
+    err = capsys.readouterr().err
+    assert "mini: exit 1; the end of its stderr:\n" in err
+    assert "  ModuleNotFoundError: No module named 'six'\nmini: logs in " in err

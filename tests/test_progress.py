@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pyrepro import lock, proc, run
+from pyrepro import lock, proc, reproduce, run
 from pyrepro.backends import local
 from pyrepro.cli import main
 from pyrepro.cli._common import CliProgress, close_progress
@@ -485,3 +485,18 @@ def test_run_cli__model_fails__the_end_of_its_stderr_shown(
     err = capsys.readouterr().err
     assert "mini: exit 1; the end of its stderr:\n" in err
     assert "  ModuleNotFoundError: No module named 'six'\nmini: logs in " in err
+
+
+def test_reproduce__stages__each_started_step_finished_once(
+        tmp_path: Path, write_files: Any, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "proj"
+    (root / "models").mkdir(parents=True)
+    (root / "flake.nix").write_text("{}\n")
+    monkeypatch.setenv("PYREPRO_ROOT", str(root))
+    sub = write_files({"old_model/run.py": "import urllib2\nimport numpy\nprint 'done'\n"})
+    rec = RecordingProgress()
+    reproduce.reproduce(sub / "old_model", paths=Paths.discover(), online=False, progress=rec)
+    assert [(kind, label, x) for kind, label, x in rec.events] == [
+        ("start", "reproduce old_model: init", None), ("finish", "reproduce old_model: init", ""),
+        ("start", "reproduce old_model: lock (Python 2.7)", None),
+        ("finish", "reproduce old_model: lock (Python 2.7)", "failed")]

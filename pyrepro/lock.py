@@ -532,7 +532,7 @@ class ResolverDetail:
 
     def __init__(self) -> None:
         self.round = 0
-        self.pinned = 0
+        self.names: set[str] = set()  # pinned at least once (a backtrack pins a name again)
 
     def __call__(self, line: str) -> str | None:
         if not _LOG_RECORD.match(line):
@@ -540,11 +540,11 @@ class ResolverDetail:
         msg = _LOG_RECORD.sub("", line, count=1)
         if m := _ROUND.search(msg):
             self.round = int(m.group(1))
-            return f"round {self.round}, {self.pinned} pinned"
+            return f"round {self.round}, {len(self.names)} pinned"
         if "Resolution Result" in msg:
-            return f"resolved: {self.pinned} pinned in {self.round} rounds"
+            return f"resolved: {len(self.names)} pinned in {self.round} rounds"
         if m := _PIN.search(msg):
-            self.pinned += 1
+            self.names.add(m.group(1))
             return self._at(f"pin {m.group(1)} {m.group(2)}")
         if m := _REQUIREMENT.match(msg):
             return self._at(f"requirement {m.group(1)}" + (f" (from {m.group(2)})" if m.group(2) else ""))
@@ -557,7 +557,7 @@ class ResolverDetail:
         return None
 
     def _at(self, event: str) -> str:
-        return f"round {self.round}, {self.pinned} pinned: {event}"
+        return f"round {self.round}, {len(self.names)} pinned: {event}"
 
 
 def _timed_out(exc: ExternalToolError) -> str:

@@ -296,6 +296,7 @@ def test_resolver_detail__pdm_verbose_output__round_pins_and_current_step() -> N
         "resolved: 3 pinned in 2 rounds",
         "fetching hashes: numpy@1.24.4",
     ]
+    assert summarise("pdm.termui: Adding new pin: numpy 1.24.3") == "round 2, 3 pinned: pin numpy 1.24.3"  # backtracked
     assert summarise("ERROR: Unable to find a resolution for six") == "ERROR: Unable to find a resolution for six"
 
 

@@ -353,7 +353,7 @@ def test_lock_request__pdm_verbose_output__resolver_steps_as_details_record_as_w
     details = [d for kind, label, d in rec.events if kind == "advance" and label == "lock p"]
     assert "ERROR: Unable to find a resolution for six" in details
     assert "round 2, 3 pinned: pin numpy 1.24.4" in details
-    assert all(len(d) <= DETAIL_WIDTH for d in details)
+    assert all(len(str(d)) <= DETAIL_WIDTH for d in details)
     failed = out.attempts[0]
     assert [p.kind for p in failed.problems] == ["conflict"] and failed.problems[0].package == "six"
     assert "pdm.termui" not in failed.error and "Traceback" not in failed.error

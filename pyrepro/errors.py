@@ -92,14 +92,19 @@ class IntegrityError(PyreproError):
 
 
 class ExternalToolError(PyreproError):
-    """An external program failed. Keeps argv, return code and the tail of stderr."""
+    """An external program failed or timed out. Keeps argv, return code, its output, and shows
+    the last ``TAIL_LINES`` lines of it (stderr, or stdout when stderr is empty) in the message:
+    every command that meets a failing tool shows what the tool said, without a log to open."""
+
+    TAIL_LINES = 20
 
     def __init__(self, cmd: Sequence[str], returncode: int, stderr: str = "", stdout: str = "",
-                 *, hint: str | None = None) -> None:
+                 *, hint: str | None = None, timeout: float | None = None) -> None:
         import shlex
 
-        tail = "\n".join((stderr or stdout).strip().splitlines()[-20:])
-        msg = f"'{shlex.join(cmd)}' failed with exit code {returncode}"
+        tail = "\n".join((stderr.strip() or stdout.strip()).splitlines()[-self.TAIL_LINES:])
+        what = f"timed out after {timeout} s" if timeout is not None else f"failed with exit code {returncode}"
+        msg = f"'{shlex.join(cmd)}' {what}"
         if tail:
             msg += ":\n" + tail
         super().__init__(msg, hint=hint)
@@ -107,6 +112,7 @@ class ExternalToolError(PyreproError):
         self.returncode = returncode
         self.stderr = stderr
         self.stdout = stdout
+        self.timeout = timeout
 
 
 class MissingToolError(PyreproError):

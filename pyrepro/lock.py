@@ -49,7 +49,7 @@ from pyrepro.errors import (
 from pyrepro.fsutil import atomic_write_text
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner
-from pyrepro.progress import NULL_PROGRESS, Progress
+from pyrepro.progress import NULL_PROGRESS, Progress, output_detail, release_of
 from pyrepro.registry import ModelSpec
 from pyrepro.resolve import dummy_reason
 from pyrepro.types import Location
@@ -421,16 +421,18 @@ TRANSIENT_PAUSE = 5.0
 
 
 def _run_pdm(workdir: Path, python: str, exclude_newer: str | None, *, runner: Runner,
-             python_exe: Path | None, timeout: float, aarch64: bool) -> _Run:
+             python_exe: Path | None, timeout: float, aarch64: bool,
+             on_line: Callable[[str], None] | None = None) -> _Run:
     env = _pdm_env(python_exe)
     start = time.monotonic()
-    cmd = [*pdm_command(), "lock", "-p", str(workdir), *_lock_args(python, PLATFORMS[0], exclude_newer)]
+    # -v: pdm logs its resolver's rounds and pins (for ``on_line``); _quiet() takes them out again
+    cmd = [*pdm_command(), "lock", "-v", "-p", str(workdir), *_lock_args(python, PLATFORMS[0], exclude_newer)]
     for retry in range(TRANSIENT_RETRIES + 1):
         try:
-            done = runner(cmd, cwd=workdir, env=env, check=False, timeout=timeout)
+            done = runner(cmd, cwd=workdir, env=env, check=False, timeout=timeout, on_line=on_line)
         except ExternalToolError as exc:  # the default runner's timeout
-            return _Run(False, exc.stderr or str(exc), time.monotonic() - start)
-        text = (done.stderr + "\n" + done.stdout).strip()
+            return _Run(False, _timed_out(exc), time.monotonic() - start)
+        text = _quiet(done.stderr + "\n" + done.stdout).strip()
         if done.returncode == 0 or not TRANSIENT.search(text) or retry == TRANSIENT_RETRIES:
             break
         # a locked cache database or a dropped connection says nothing about the requirements:
@@ -443,21 +445,125 @@ def _run_pdm(workdir: Path, python: str, exclude_newer: str | None, *, runner: R
     if aarch64:
         saved = lock_file.read_text(encoding="utf-8")
         left = max(60.0, timeout - (time.monotonic() - start))
-        cmd2 = [*pdm_command(), "lock", "-p", str(workdir), "--append",
+        cmd2 = [*pdm_command(), "lock", "-v", "-p", str(workdir), "--append",
                 *_lock_args(python, PLATFORMS[1], exclude_newer)]
         try:
-            d2 = runner(cmd2, cwd=workdir, env=env, check=False, timeout=left)
+            d2 = runner(cmd2, cwd=workdir, env=env, check=False, timeout=left, on_line=on_line)
             if d2.returncode == 0:
                 note = "locked"
             else:
-                problems = relax.diagnose(d2.stderr + "\n" + d2.stdout)
+                problems = relax.diagnose(_quiet(d2.stderr + "\n" + d2.stdout))
                 note = "not locked: " + "; ".join(p.excerpt.splitlines()[0] if p.excerpt else p.kind
                                                   for p in problems)
                 lock_file.write_text(saved, encoding="utf-8")
         except ExternalToolError as exc:
-            note = f"not locked: {exc.stderr or exc}"
+            note = f"not locked: {_timed_out(exc)}"
             lock_file.write_text(saved, encoding="utf-8")
     return _Run(True, text, time.monotonic() - start, lock_file.read_text(encoding="utf-8"), note)
+
+
+# pdm -v: log records ("pdm.termui: Adding new pin: six 1.16.0") and, on failure, a traceback
+_LOG_RECORD = re.compile(r"^(?:pdm\.termui|unearth[\w.]*): ")
+_TRACEBACK = "Traceback (most recent call last):"
+_CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
+_PDM_FRAME = re.compile(r'^\s+File ".*(?:[/\\]pdm[/\\]|[/\\]bin[/\\]pdm")')
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?([A-Za-z_]\w*)(?::\s?(.*))?$")
+
+
+def _quiet(text: str) -> str:
+    """pdm's output as it reads without ``-v``, for the diagnosis and the lock record: the log
+    records (and their indented continuation lines) dropped, and pdm's own traceback reduced to
+    the ``[ResolutionError]: Unable to find a resolution`` line it prints in its place (a
+    traceback that pdm quotes, a build's, stays)."""
+    lines = text.splitlines()
+    out: list[str] = []
+    in_record = False
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if _LOG_RECORD.match(line) or (in_record and line[:1].isspace()):
+            in_record = True
+            i += 1
+            continue
+        in_record = False
+        if line.startswith(_TRACEBACK):
+            last, end = _skip_traceback(lines, i)
+            if any(_PDM_FRAME.match(ln) for ln in lines[i:end]):
+                if last is not None:
+                    m = _EXCEPTION_LINE.match(last)
+                    out.append(f"[{m.group(1)}]: {m.group(2) or ''}".rstrip() if m else last)
+                i = end
+                continue
+        out.append(line)
+        i += 1
+    return "\n".join(out)
+
+
+def _skip_traceback(lines: list[str], i: int) -> tuple[str | None, int]:
+    """The final exception line of the (chained) traceback starting at ``lines[i]``, and the
+    index after it."""
+    while True:
+        i += 1
+        while i < len(lines) and (not lines[i].strip() or lines[i][:1].isspace() or lines[i].startswith(_TRACEBACK)):
+            i += 1
+        if i >= len(lines):
+            return None, i
+        last = lines[i]
+        after = i + 1
+        while after < len(lines) and not lines[after].strip():
+            after += 1
+        if after < len(lines) and lines[after].startswith(_CHAINED):
+            i = after
+            continue
+        return last, i + 1
+
+
+_ROUND = re.compile(r"=+ Starting round (\d+) =+")
+_PIN = re.compile(r"Adding new pin: (\S+) (\S+)")
+_REQUIREMENT = re.compile(r"^\s*Adding requirement (\S+?)(?:\(from (.+)\))?\s*$")
+_REJECTED = re.compile(r"Candidate rejected: (\S+)")
+_DOWNLOAD = re.compile(r"Downloading <Link \S*/([^/\s#]+)\S* .*\((\d[\d.]* [kMG]?B)\)\s*$")
+_HASHES = re.compile(r"Fetching hashes for (\S+)")
+
+
+class ResolverDetail:
+    """Summarises ``pdm lock -v`` output, line by line, into one short progress detail:
+    "round 12, 40 pinned: pin numpy 1.24.4". ``None`` for lines that change nothing."""
+
+    def __init__(self) -> None:
+        self.round = 0
+        self.names: set[str] = set()  # pinned at least once (a backtrack pins a name again)
+
+    def __call__(self, line: str) -> str | None:
+        if not _LOG_RECORD.match(line):
+            return line if line.startswith("ERROR:") else None
+        msg = _LOG_RECORD.sub("", line, count=1)
+        if m := _ROUND.search(msg):
+            self.round = int(m.group(1))
+            return f"round {self.round}, {len(self.names)} pinned"
+        if "Resolution Result" in msg:
+            return f"resolved: {len(self.names)} pinned in {self.round} rounds"
+        if m := _PIN.search(msg):
+            self.names.add(m.group(1))
+            return self._at(f"pin {m.group(1)} {m.group(2)}")
+        if m := _REQUIREMENT.match(msg):
+            return self._at(f"requirement {m.group(1)}" + (f" (from {m.group(2)})" if m.group(2) else ""))
+        if m := _REJECTED.search(msg):
+            return self._at(f"rejected {m.group(1)}")
+        if m := _DOWNLOAD.search(msg):
+            return self._at(f"download {release_of(m.group(1))} ({m.group(2)})")
+        if m := _HASHES.search(msg):
+            return f"fetching hashes: {m.group(1)}"
+        return None
+
+    def _at(self, event: str) -> str:
+        return f"round {self.round}, {len(self.names)} pinned: {event}"
+
+
+def _timed_out(exc: ExternalToolError) -> str:
+    """What a runner's timeout tells the diagnosis: the reason only. pdm's half-finished output
+    (retries, warnings) must not be read as the cause of a failed resolution."""
+    return f"timed out after {exc.timeout} s" if exc.timeout is not None else exc.stderr or str(exc)
 
 
 def _trim(text: str, lines: int = 25) -> str:
@@ -648,7 +754,8 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             (work / "pyproject.toml").write_text(text if rs == declared else with_dependencies(text, rs),
                                                  encoding="utf-8")
             run = _run_pdm(work, req.python, bound, runner=runner, python_exe=python_exe,
-                           timeout=timeout, aarch64=aarch64)
+                           timeout=timeout, aarch64=aarch64,
+                           on_line=output_detail(progress, label, ResolverDetail()))
         problems: tuple[relax.Problem, ...] = ()
         if run.ok:
             dummies = _dummy_problems(read_lock_versions(run.lock_text))

@@ -132,13 +132,44 @@ def reproduce(folder: Path, *, paths: Paths, name: str | None = None, python: st
         raise
 
 
+class _StageProgress:
+    """The caller's progress, plus one step per stage that ends when the next stage begins or the
+    reproduction stops: a terminal shows each stage's own time, not a spinner that never stops."""
+
+    def __init__(self, inner: Progress) -> None:
+        self.inner = inner
+        self.open: str | None = None
+
+    def begin(self, label: str) -> None:
+        self.end()
+        self.inner.start(label)
+        self.open = label
+
+    def end(self, detail: str = "") -> None:
+        if self.open is not None:
+            self.inner.finish(self.open, detail)
+            self.open = None
+
+    def start(self, label: str, total: int | None = None) -> None:
+        self.inner.start(label, total)
+
+    def advance(self, label: str, n: int = 1, detail: str = "") -> None:
+        self.inner.advance(label, n, detail)
+
+    def finish(self, label: str, detail: str = "") -> None:
+        self.inner.finish(label, detail)
+
+
 def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any], *, paths: Paths,
                python: str | None, test: bool, online: bool, force: bool, mirror: Path | None, lock_timeout: float,
                progress: Progress, runner: Runner, clock: Callable[[], float]) -> Reproduction:
     from pyrepro import init as init_mod
     from pyrepro.registry import parse_model
 
+    steps = _StageProgress(progress)
+
     def done(error: PyreproError | None = None) -> Reproduction:
+        steps.end("failed" if error else "")
         # stages never reached are listed as skipped, so the table always has every stage
         reached = {s.name for s in stages}
         for st in STAGES:
@@ -152,7 +183,7 @@ def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any]
 
     # 1. init
     t0 = clock()
-    progress.start(f"reproduce {name}: init")
+    steps.begin(f"reproduce {name}: init")
     target = paths.models / name
     try:
         existing = parse_model(target / "model.toml") if (target / "model.toml").is_file() else None
@@ -179,12 +210,11 @@ def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any]
         stages.append(Stage("init", "ok", clock() - t0, detail))
     except PyreproError as exc:
         stages.append(Stage("init", "failed", clock() - t0, str(exc), _next_step(exc, "fix the folder and rerun")))
-        progress.finish(f"reproduce {name}: init failed")
         return done(exc)
 
     # 2. lock
     t0 = clock()
-    progress.start(f"reproduce {name}: lock (Python {spec.python})")
+    steps.begin(f"reproduce {name}: lock (Python {spec.python})")
     if not spec.python.startswith("3."):
         py2 = ResolutionError(f"Python {spec.python} ({spec.python_reason}): pdm locks for Python 3 only",
                               hint="port the code to Python 3 (a patch series), then rerun with --python 3.X")
@@ -201,9 +231,9 @@ def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any]
             stages.append(Stage("lock", "ok", clock() - t0, f"category {record['category']} "
                                 f"({record.get('category_label', '')}), existing lock matches the pyproject; reused",
                                 category=int(record["category"])))
-            return _after_lock(spec, paths, stages, rec, done, mirror=mirror, runner=runner, progress=progress,
+            return _after_lock(spec, paths, stages, rec, done, mirror=mirror, runner=runner, progress=steps,
                                test=test, clock=clock, online=online, lock_timeout=lock_timeout)
-        outcome = lock.lock_model(spec, paths, runner=runner, progress=progress, timeout=lock_timeout)
+        outcome = lock.lock_model(spec, paths, runner=runner, progress=steps, timeout=lock_timeout)
         rec["relaxed"] = [f"{s.summary}: {s.reason}" for s in outcome.steps]
         if not outcome.ok:
             unlocked = ResolutionError(f"no lock (category {outcome.category}: {outcome.label}): {outcome.message}",
@@ -222,7 +252,7 @@ def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any]
                             category=4))
         return done(exc)
 
-    return _after_lock(spec, paths, stages, rec, done, mirror=mirror, runner=runner, progress=progress,
+    return _after_lock(spec, paths, stages, rec, done, mirror=mirror, runner=runner, progress=steps,
                        test=test, clock=clock, online=online, lock_timeout=lock_timeout)
 
 
@@ -248,8 +278,8 @@ def wheel_instead(spec: Any, exc: Any, index: Any) -> tuple[list[Any], str]:
 
 
 def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any],
-                done: Callable[..., Reproduction], *, mirror: Path | None, runner: Runner, progress: Progress,
-                test: bool, clock: Callable[[], float], online: bool = False,
+                done: Callable[..., Reproduction], *, mirror: Path | None, runner: Runner,
+                progress: _StageProgress, test: bool, clock: Callable[[], float], online: bool = False,
                 lock_timeout: float | None = None) -> Reproduction:
     """Stages 3-5 of ``reproduce``: build, imports, run. A locked sdist that does not build is
     replaced by the nearest release with a wheel for the chosen Python (recorded in model.toml as
@@ -260,7 +290,7 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
     name = spec.name
     # 3. build
     t0 = clock()
-    progress.start(f"reproduce {name}: build")
+    progress.begin(f"reproduce {name}: build")
     replaced: list[str] = []
     index = None
     while True:
@@ -310,7 +340,7 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
 
     # 4. imports
     t0 = clock()
-    progress.start(f"reproduce {name}: import check")
+    progress.begin(f"reproduce {name}: import check")
     try:
         from pyrepro import run as run_mod
 
@@ -349,6 +379,7 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                                 "mode (patches/<name>/); the environment is verified, the run is not",
                                 "write a test-mode patch: pyrepro patch new " + spec.name))
         else:
+            progress.begin(f"reproduce {name}: test run")
             try:
                 from pyrepro import run as run_mod
 
@@ -358,8 +389,9 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
             except PyreproError as exc:
                 stages.append(Stage("run", "failed", clock() - t0, str(exc), _next_step(exc, "see the run logs")))
                 return done(exc)
+    result = done()
     progress.finish(f"reproduce {name}: done")
-    return done()
+    return result
 
 
 def _save(paths: Paths, result: Reproduction) -> None:

@@ -32,7 +32,7 @@ from pyrepro.errors import NetworkError, NotFoundError, PyreproError, UsageError
 from pyrepro.fsutil import atomic_write_text
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner
-from pyrepro.progress import NULL_PROGRESS, Progress
+from pyrepro.progress import NULL_PROGRESS, Progress, output_detail
 from pyrepro.registry import ModelSpec, Registry
 
 BENCHMARK_ALIASES = {"exfoliation": "dft_3d_exfoliation_energy"}
@@ -375,7 +375,7 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
     with open(logs / "stdout.log", "w") as so, open(logs / "stderr.log", "w") as se:
         try:
             done = runner([*prefix, *cmd], cwd=work, env=env, check=False, timeout=timeout, stdout_file=so,
-                          stderr_file=se)
+                          stderr_file=se, on_line=output_detail(progress, label))
             exit_code = done.returncode
         except PyreproError as exc:
             error = str(exc)

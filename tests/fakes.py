@@ -16,7 +16,9 @@ class FakeRunner:
     """Records every argv; answers from ``responses`` (first matching prefix wins).
 
     A response is a ``Completed``, or a callable ``(argv, cwd, env) -> Completed`` that may
-    also write files (e.g. fake ``pdm lock`` writing ``pdm.lock``).
+    also write files (e.g. fake ``pdm lock`` writing ``pdm.lock``). With ``on_line``, the
+    response's stdout lines and then its stderr lines are handed to it, as ``proc.run`` would
+    while the program runs.
     """
 
     responses: list[tuple[tuple[str, ...], Completed | Callable[..., Completed]]] = field(default_factory=list)
@@ -31,12 +33,16 @@ class FakeRunner:
 
     def __call__(self, cmd: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
                  check: bool = True, timeout: float | None = None, stdout_file: IO[str] | None = None,
-                 stderr_file: IO[str] | None = None, input: str | None = None) -> Completed:
+                 stderr_file: IO[str] | None = None, input: str | None = None,
+                 on_line: Callable[[str], None] | None = None) -> Completed:
         argv = tuple(str(c) for c in cmd)
         self.calls.append((argv, cwd, env))
         for prefix, resp in self.responses:
             if argv[: len(prefix)] == prefix:
                 done = resp(argv, cwd, env) if callable(resp) else resp
+                if on_line is not None:
+                    for line in [*done.stdout.splitlines(), *done.stderr.splitlines()]:
+                        on_line(line)
                 if check and done.returncode != 0:
                     raise ExternalToolError(argv, done.returncode, done.stderr, done.stdout)
                 return done

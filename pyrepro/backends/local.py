@@ -34,7 +34,7 @@ from pyrepro.errors import BuildError, InputError, IntegrityError, NotFoundError
 from pyrepro.interpreters import find_python
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner
-from pyrepro.progress import NULL_PROGRESS, Progress
+from pyrepro.progress import NULL_PROGRESS, Progress, output_detail, release_of
 from pyrepro.registry import ModelSpec
 
 BACKEND_VERSION = "1"
@@ -167,6 +167,35 @@ def _extra_source_dir(name: str, commit: str, paths: Paths) -> Path:
              "or set PYREPRO_EXTRA_SOURCES to a folder holding <name>-<commit>/")
 
 
+# pip's lines that say where an install is: which package it fetches, builds or installs.
+_PIP_FETCH = re.compile(r"^\s*(Collecting|Processing|Downloading|Using cached)\s+(\S+)(.*)$")
+_PIP_SIZE = re.compile(r"\(([\d.]+ [kMG]?B)\)")
+_PIP_BUILD = re.compile(r"^\s*(Building wheel for \S+|Running setup\.py install for \S+|Installing build dependencies"
+                        r"|Preparing metadata)")
+_PIP_INSTALL = re.compile(r"^\s*(Installing collected packages:|Successfully installed)\s+(.*)$")
+
+
+def pip_detail(line: str) -> str | None:
+    """A progress detail from one line of ``pip install`` output ("Collecting torch==2.0.0",
+    "Building wheel for x", "Installing 12 collected packages"); ``None`` for the rest."""
+    m = _PIP_FETCH.match(line)
+    if m:
+        what = release_of(m.group(2).rstrip("/").rsplit("/", 1)[-1])  # a URL or a path: its file's release
+        size = _PIP_SIZE.search(m.group(3))
+        return f"{m.group(1)} {what}" + (f" ({size.group(1)})" if size else "")
+    m = _PIP_BUILD.match(line)
+    if m:
+        return m.group(1)
+    m = _PIP_INSTALL.match(line)
+    if m:
+        n = len(m.group(2).replace(",", " ").split())
+        return f"Installing {n} collected packages" if m.group(1).startswith("Installing") else \
+            f"Successfully installed {n} packages"
+    if line.startswith("ERROR:"):
+        return line
+    return None
+
+
 def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progress: Progress = NULL_PROGRESS,
               platform: str | None = None) -> tuple[Path, str, str, bool]:
     """The model's environment: (dir, key, full python version, cache hit)."""
@@ -207,7 +236,8 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
             failures = []
             for flags in tries:
                 res = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps",
-                              "--progress-bar=off", *flags, "-r", str(req)], env=env, check=False, timeout=7200)
+                              "--progress-bar=off", *flags, "-r", str(req)], env=env, check=False, timeout=7200,
+                             on_line=output_detail(progress, label, pip_detail))
                 if res.returncode == 0:
                     break
                 mode = "without build isolation" if flags else ("with build isolation" if len(tries) > 1 else "")
@@ -225,7 +255,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
         progress.advance(label, len(pkgs), "installed")
         for src in extra_pkgs:
             runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-build-isolation", str(src)],
-                   env=env, check=True, timeout=3600)
+                   env=env, check=True, timeout=3600, on_line=output_detail(progress, label, pip_detail))
         version = runner([str(tmp / "bin" / "python"), "-c",
                           "import platform; print(platform.python_version())"], check=True).stdout.strip()
         _fix_shebangs(tmp, final)

@@ -47,14 +47,17 @@ _register_all()
 def main(argv: list[str] | None = None) -> int:
     """Entry point. Returns (and exits with) the exit code from ``pyrepro.errors``. With
     ``--json``, stdout carries exactly one envelope (docs/json.md), errors included."""
-    from pyrepro.cli._common import JSON_STATE, error_json, print_json
+    from pyrepro.cli._common import JSON_STATE, close_progress, error_json, print_json
 
     args = list(sys.argv[1:] if argv is None else argv)
     JSON_STATE.update(active="--json" in args, result=None, emitted=False)
     _terminate_cleanly()
     failure: dict[str, Any] | None = None
     try:
-        app(args=argv, standalone_mode=False)
+        try:
+            app(args=argv, standalone_mode=False)
+        finally:
+            close_progress()  # before any error message: it must not land in a spinner line
         code = 0
     except PyreproError as exc:
         if _state["verbose"] >= 2:

@@ -141,6 +141,10 @@ def register(app: typer.Typer) -> None:
                 if r.error:
                     typer.echo(f"{r.model}: {r.error}", err=True)
                 elif not r.ok and r.record_path.name == "record.json":
+                    tail = r.data.get("logs", {}).get("stderr_tail", "") if r.data.get("exit_code") else ""
+                    if tail:  # what the model said last, as a failing tool's error shows it
+                        typer.echo(f"{r.model}: exit {r.data['exit_code']}; the end of its stderr:", err=True)
+                        typer.echo("\n".join("  " + ln for ln in tail.splitlines()), err=True)
                     typer.echo(f"{r.model}: logs in {r.record_path.parent / 'logs'}", err=True)
             for r in records:
                 if r.record_path and r.record_path.name == "record.json":

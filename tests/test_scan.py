@@ -199,11 +199,12 @@ def test_metadata__info_json_broken__warning_with_line() -> None:
 def test_metadata__requirements_txt_odd_lines__names_kept_with_warnings() -> None:
     text = "numpy=1.2=py38_0\n-r other.txt\nalignn (GitHub version)\nx @ file:///home/u/x\ngit+https://h/y.git\n"
     ms = metadata.parse_requirements_txt(text, "requirements.txt")
-    assert [d.name for d in ms.declared] == ["numpy", "alignn", "x"]
+    # a VCS line is kept as a declaration (named after the repository): init makes it a source, never a PyPI name
+    assert [d.name for d in ms.declared] == ["numpy", "alignn", "x", "y"]
     msgs = {line: msg for _, line, msg in ms.warnings if line is not None}
     assert sorted(msgs) == [2, 3, 4, 5] and len(ms.warnings) == 4
     assert "not followed" in msgs[2] and "took the name 'alignn'" in msgs[3]
-    assert "local file" in msgs[4] and "without #egg=" in msgs[5]
+    assert "local file" in msgs[4] and "is a VCS source, not a PyPI name" in msgs[5]
 
 
 def test_notebook__v3_and_v4__code_cells_only() -> None:

@@ -59,23 +59,90 @@ def lock_edges(lock: dict[str, Any]) -> set[tuple[str, str]]:
     return edges
 
 
+def _sccs(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components (iterative Tarjan; no networkx: this runs on every build)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    out.append(comp)
+    return out
+
+
+def _cycle_in(graph: dict[str, set[str]], comp: set[str]) -> list[str]:
+    """One elementary cycle through the smallest node of a strongly connected component
+    (breadth-first, so the shortest), ending where it starts."""
+    start = min(comp)
+    if start in graph.get(start, ()):
+        return [start, start]
+    prev: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph.get(v, ())):
+                if w not in comp:
+                    continue
+                if w == start:
+                    path = [v]
+                    while path[-1] != start:
+                        path.append(prev[path[-1]])
+                    return [*reversed(path), start]
+                if w not in prev:
+                    prev[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    return [start, start]  # unreachable for a real component
+
+
 def unbroken_cycles(lock: dict[str, Any], breaks: tuple[Break, ...] | None = None,
                     limit: int = 10) -> list[list[str]]:
-    """Cycles left in the lock graph once the reviewed breaks are removed (each as a name list
-    ending where it started); empty when Nix can evaluate every package of the lock."""
-    import networkx as nx
-
+    """Cycles left in the lock graph once the reviewed breaks are removed: one (the shortest
+    through its smallest name) per strongly connected component, as a name list ending where it
+    started; empty when Nix can evaluate every package of the lock."""
     cut = {(b.package, b.drop) for b in (load_breaks() if breaks is None else breaks)}
-    g = nx.DiGraph()
-    g.add_edges_from(e for e in lock_edges(lock) if e not in cut)
-    found: list[list[str]] = []
-    for comp in nx.strongly_connected_components(g):
-        if len(comp) < 2 and not any(g.has_edge(n, n) for n in comp):
-            continue
-        for cyc in nx.simple_cycles(g.subgraph(comp)):
-            i = cyc.index(min(cyc))
-            cyc = cyc[i:] + cyc[:i]
-            found.append([*cyc, cyc[0]])
-            if len(found) >= limit:
-                return sorted(found)
-    return sorted(found)
+    graph: dict[str, set[str]] = {}
+    for a, b in lock_edges(lock):
+        if (a, b) not in cut:
+            graph.setdefault(a, set()).add(b)
+            graph.setdefault(b, set())
+    found = []
+    for comp in _sccs(graph):
+        c = set(comp)
+        if len(c) > 1 or any(n in graph.get(n, ()) for n in c):
+            found.append(_cycle_in(graph, c))
+    return sorted(found)[:limit]

@@ -109,3 +109,15 @@ def test_unbroken_cycles__any_graph__every_reported_cycle_is_real_and_breaking_i
     # breaking every edge leaves nothing
     every = tuple(cycles.Break(a, b, "r") for a, b in set(edges))
     assert cycles.unbroken_cycles(data, every) == []
+
+
+@given(st.lists(st.tuples(names, names), max_size=15))
+def test_unbroken_cycles__any_graph__found_exactly_when_networkx_finds_a_cycle(edges: list[tuple[str, str]]) -> None:
+    import networkx as nx
+
+    data = {"package": [{"name": a, "dependencies": [b for x, b in edges if x == a]} for a in {a for a, _ in edges}]}
+    g = nx.DiGraph(edges)
+    comps = [c for c in nx.strongly_connected_components(g) if len(c) > 1 or any(g.has_edge(n, n) for n in c)]
+    found = cycles.unbroken_cycles(data, (), limit=1000)
+    assert len(found) == len(comps)
+    assert sorted(frozenset(c[:-1]) <= comp for c in found for comp in comps).count(True) == len(found)

@@ -337,3 +337,21 @@ def test_cli_graph__diff_with_output__coloured_picture(tmp_path: Path, capsys: p
     assert "removed" in capsys.readouterr().out
     assert gmod.DIFF_COLOURS["removed"] in text and "lightgbm" in text  # cfid's lightgbm is gone
     assert gmod.DIFF_COLOURS["added"] in text and "pymatgen" in text and "cluster_legend" in text
+
+
+def test_graph_cli__output_suffix__decides_the_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`-o closure.png` writes a PNG (it wrote an SVG under a .png name); a suffix that
+    contradicts --format is a usage error."""
+    import shutil as _sh
+
+    from pyrepro.cli import main
+
+    if _sh.which("dot") is None:
+        pytest.skip("graphviz dot not installed")
+    lock = Path(__file__).resolve().parent.parent / "models" / "cfid" / "pdm.lock"
+    assert main(["graph", str(lock), "-o", str(tmp_path / "c.png")]) == 0
+    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["graph", str(lock), "-o", str(tmp_path / "c.svg")]) == 0
+    assert b"<svg" in (tmp_path / "c.svg").read_bytes()[:400]
+    assert main(["graph", str(lock), "-o", str(tmp_path / "d.png"), "--format", "svg"]) == 2
+    assert "another format" in capsys.readouterr().err and not (tmp_path / "d.png").exists()

@@ -16,7 +16,8 @@ def register(app: typer.Typer) -> None:
     def graph_cmd(
         name: str = typer.Argument(None, help="Model name, NAME@GIT-REV, or a path to a pdm.lock"),
         source_: GraphSource = typer.Option(GraphSource.auto, "--source", help="Where the closure comes from"),
-        fmt_: GraphFormat = typer.Option(GraphFormat.svg, "--format", "-f", help="Output format"),
+        fmt_: GraphFormat = typer.Option(None, "--format", "-f", help="Output format (default: from -o's "
+                                         "suffix, else svg)", show_default=False),
         output: Path = typer.Option(None, "--output", "-o", help="Output file (default NAME.FORMAT)"),
         depth: int = typer.Option(None, "--depth", min=0, help="Show only this many levels"),
         reduced: bool = typer.Option(False, "--reduce", help="Transitive reduction"),
@@ -28,6 +29,13 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print JSON (graph or diff) on stdout"),
     ) -> None:
         """Render the dependency DAG of a model's closure (lock or Nix)."""
+        if fmt_ is None:  # `-o elemnet.png` means a PNG; an unknown or missing suffix means svg
+            suffix = output.suffix.lstrip(".").lower() if output is not None else ""
+            fmt_ = GraphFormat(suffix) if suffix in {f.value for f in GraphFormat} else GraphFormat.svg
+        elif output is not None and output.suffix.lstrip(".").lower() in {f.value for f in GraphFormat} \
+                and output.suffix.lstrip(".").lower() != fmt_.value:
+            raise UsageError(f"-o {output} has the suffix of another format than --format {fmt_.value}",
+                             hint=f"use -o {output.with_suffix('.' + fmt_.value)} or drop --format")
         source, fmt = source_.value, fmt_.value
         from pyrepro import graph as g  # networkx: loaded only when a graph is drawn
 

@@ -511,7 +511,7 @@ def lock_text_at_rev(repo: Path, rev: str, rel_path: str, *, runner: Runner = pr
 
 # --------------------------------------------------------------------------- rendering
 
-_PALETTE = ["#eef5ff", "#d6e8ff", "#b3d4ff", "#80b8ff", "#4d9bff", "#1a7dff"]
+_PALETTE = ["#f2f7ff", "#e0edff", "#c7deff", "#a8cbff", "#8ab9ff", "#6aa6ff"]  # light enough for dark text (native: dark red)
 
 
 def human_size(n: int) -> str:

@@ -23,30 +23,12 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from pyrepro.resolve import renamed
+
 ProblemKind = Literal["not-found", "conflict", "build-failed", "network", "timeout", "unknown"]
 
-#: Distributions known under another name. Keys are canonical names as a submission may
-#: write them (import names, conda names, deprecated dummies); values are PyPI names.
-RENAMES: Mapping[str, str] = {
-    "sklearn": "scikit-learn",
-    "sko": "scikit-opt",
-    "py-xgboost-gpu": "xgboost",
-    "py-xgboost": "xgboost",
-    "py-xgboost-cpu": "xgboost",
-    "pytorch": "torch",
-    "pytorch-cpu": "torch",
-    "pytorch-gpu": "torch",
-    "tensorflow-gpu": "tensorflow",
-    "jarvis": "jarvis-tools",
-    "ignite": "pytorch-ignite",
-    "yaml": "pyyaml",
-    "pyg": "torch-geometric",
-    "cv2": "opencv-python",
-    "pil": "pillow",
-    "skimage": "scikit-image",
-    "matplotlib-base": "matplotlib",
-    "lightgbm-gpu": "lightgbm",
-}
+# Names that stand for another distribution (conda names, dummies, import names written as
+# requirements) live in the one name table, pyrepro/data/module_map.toml: resolve.renamed.
 
 
 @dataclass(frozen=True)
@@ -386,7 +368,7 @@ def rule_rename(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
     """A distribution known under another name (import name, conda name, dummy package)."""
     if p.kind not in ("not-found", "build-failed"):
         return None
-    target = RENAMES.get(p.package)
+    target = renamed(p.package)
     if target is None:
         return None
     # applies even when the name exists on the index: 'sko' there is an unrelated 2015
@@ -503,7 +485,7 @@ def rule_widen_conflict(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step
 def rule_drop_unbuildable(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
     """A direct requirement whose metadata cannot be built and that has no known
     replacement gets its version bound dropped (a newer release may build)."""
-    if p.kind != "build-failed" or p.package in RENAMES:
+    if p.kind != "build-failed" or renamed(p.package) is not None:
         return None
     for i in find(reqs, p.package):
         r = _parse(reqs[i])

@@ -66,6 +66,31 @@ def conda_to_pypi(name: str) -> str | None:
     return str(entry["pypi"]) if isinstance(entry, dict) else None
 
 
+def renamed(name: str) -> str | None:
+    """The PyPI distribution a requirement name stands for when it is not one itself, from the
+    one name table: a conda package (``pytorch``), a dummy (``sklearn``) or an import name written
+    as a requirement (``cv2``, ``yaml``, ``PIL``); None when the name is its own."""
+    key = canonicalize_name(name)
+    hit = conda_to_pypi(name) or conda_to_pypi(key)
+    if hit is None:
+        entry = _table().get("dummies", {}).get(key)
+        hit = str(entry["use"]) if isinstance(entry, dict) and entry.get("use") else None
+    if hit is None:
+        mods = _table().get("modules", {})
+        for mod in (name, key, key.replace("-", "_")):
+            if isinstance(mods.get(mod), str):
+                hit = mods[mod]
+                break
+        else:
+            for mod, dist in mods.items():
+                if "." not in mod and isinstance(dist, str) and canonicalize_name(mod) == key:
+                    hit = dist
+                    break
+    if hit is None or canonicalize_name(hit) == key:
+        return None
+    return canonicalize_name(hit)
+
+
 def dummy_reason(dist: str) -> str | None:
     """Why a PyPI distribution must never be installed (``sklearn``), or None."""
     entry = _table().get("dummies", {}).get(canonicalize_name(dist))

@@ -24,7 +24,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 import re
 import sys
 import tempfile
@@ -39,7 +38,6 @@ import tomlkit
 
 from pyrepro import proc, relax
 from pyrepro.errors import (
-    ExternalToolError,
     InputError,
     NetworkError,
     NotFoundError,
@@ -48,8 +46,29 @@ from pyrepro.errors import (
 )
 from pyrepro.fsutil import atomic_write_text
 from pyrepro.paths import Paths
+
+# the pdm attempt (command, environment, output reading) lives in pyrepro/pdmrun.py; these names
+# stay importable from here
+from pyrepro.pdmrun import (  # noqa: F401
+    PDM_COMPAT_CONSTRAINTS,
+    PLATFORMS,
+    TRANSIENT,
+    TRANSIENT_PAUSE,
+    TRANSIENT_RETRIES,
+    ResolverDetail,
+    _lock_args,
+    _pdm_env,
+    _prepare_compat,
+    _quiet,
+    _Run,
+    _run_pdm,
+    _timed_out,
+    _trim,
+    pdm_cache_dir,
+    pdm_command,
+)
 from pyrepro.proc import Runner
-from pyrepro.progress import NULL_PROGRESS, Progress, output_detail, release_of
+from pyrepro.progress import NULL_PROGRESS, Progress, output_detail
 from pyrepro.registry import ModelSpec
 from pyrepro.resolve import dummy_reason
 from pyrepro.types import Location
@@ -62,7 +81,6 @@ CATEGORIES = {
     3: "needed a reviewed override in model.toml",
     4: "failed",
 }
-PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_28_aarch64")
 AUTO_REASON = "auto-relaxed by pyrepro lock"
 DECLARED_REASON = "declared by the submission"  # pins 'pyrepro init' copies from the declared metadata
 #: Distributions that lock fine but are placeholders that refuse to install.
@@ -336,243 +354,6 @@ def find_python(version: str) -> Path:
     return find(version)
 
 
-def pdm_command() -> list[str]:
-    """The pinned pdm from pyrepro's own environment."""
-    exe = Path(sys.executable).with_name("pdm")
-    if exe.is_file():
-        return [str(exe)]
-    return [sys.executable, "-m", "pdm"]
-
-
-# --------------------------------------------------------------------------- running pdm
-
-@dataclass(frozen=True)
-class _Run:
-    ok: bool
-    text: str
-    seconds: float
-    lock_text: str = ""
-    aarch64: str = ""
-
-
-# pdm inspects a target interpreter older than 3.10 with helper libraries it pip-installs into
-# <pdm cache>/.compat_libs; unconstrained, pip takes a `packaging` that itself needs 3.10
-# ("TypeError: unsupported operand type(s) for |"), so every 3.6-3.9 lock failed in seconds.
-PDM_COMPAT_CONSTRAINTS = "packaging<25  # the last releases that import on Python 3.8\n"
-
-
-def pdm_cache_dir() -> Path:
-    """pdm's cache, under pyrepro's (not ~/.cache/pdm, which reached 14 GB unseen)."""
-    from pyrepro.paths import cache_dir
-
-    return cache_dir() / "pdm"
-
-
-def _prepare_compat(cache: Path) -> Path:
-    """The constraints file for pdm's compat install, and a compat folder that an unconstrained
-    install broke (a `packaging` 25 or newer) removed so pdm installs it again."""
-    import shutil
-
-    compat = cache / ".compat_libs"
-    for info in compat.glob("packaging-*.dist-info"):
-        try:
-            major = int(info.name.split("-")[1].split(".")[0])
-        except (IndexError, ValueError):
-            continue
-        if major >= 25:
-            shutil.rmtree(compat, ignore_errors=True)
-            break
-    constraints = cache / "compat-constraints.txt"
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        if not constraints.is_file() or constraints.read_text() != PDM_COMPAT_CONSTRAINTS:
-            constraints.write_text(PDM_COMPAT_CONSTRAINTS)
-    except OSError:
-        pass
-    return constraints
-
-
-def _pdm_env(python_exe: Path | None) -> dict[str, str]:
-    env = dict(os.environ)
-    cache = Path(env.get("PDM_CACHE_DIR") or pdm_cache_dir())
-    env.update({"PDM_CHECK_UPDATE": "false", "PDM_USE_VENV": "false", "PDM_NON_INTERACTIVE": "1",
-                "PDM_IGNORE_SAVED_PYTHON": "1", "NO_COLOR": "1", "TERM": "dumb", "PDM_CACHE_DIR": str(cache),
-                "PIP_CONSTRAINT": str(_prepare_compat(cache))})
-    env.pop("PDM_PROJECT", None)
-    env.pop("PDM_LOCKFILE", None)
-    if python_exe is not None:
-        env["PDM_PYTHON"] = str(python_exe)
-    return env
-
-
-def _lock_args(python: str, platform: str, exclude_newer: str | None) -> list[str]:
-    args = ["--python", f"=={python}.*", "--platform", platform, "--implementation", "cpython"]
-    if exclude_newer:
-        args += ["--exclude-newer", exclude_newer]
-    return args
-
-
-# Failures that are about the machine or the network, not the requirements.
-TRANSIENT = re.compile(r"database is locked|Connection (?:reset|refused|aborted)|Temporary failure in name resolution"
-                       r"|Read timed out|RemoteDisconnected|ConnectTimeout|HTTP(?:Status)?Error:? 5\d\d|"
-                       r"Max retries exceeded|IncompleteRead|SSLError", re.I)
-TRANSIENT_RETRIES = 2
-TRANSIENT_PAUSE = 5.0
-
-
-def _run_pdm(workdir: Path, python: str, exclude_newer: str | None, *, runner: Runner,
-             python_exe: Path | None, timeout: float, aarch64: bool,
-             on_line: Callable[[str], None] | None = None) -> _Run:
-    env = _pdm_env(python_exe)
-    start = time.monotonic()
-    # -v: pdm logs its resolver's rounds and pins (for ``on_line``); _quiet() takes them out again
-    cmd = [*pdm_command(), "lock", "-v", "-p", str(workdir), *_lock_args(python, PLATFORMS[0], exclude_newer)]
-    for retry in range(TRANSIENT_RETRIES + 1):
-        try:
-            done = runner(cmd, cwd=workdir, env=env, check=False, timeout=timeout, on_line=on_line)
-        except ExternalToolError as exc:  # the default runner's timeout
-            return _Run(False, _timed_out(exc), time.monotonic() - start)
-        text = _quiet(done.stderr + "\n" + done.stdout).strip()
-        if done.returncode == 0 or not TRANSIENT.search(text) or retry == TRANSIENT_RETRIES:
-            break
-        # a locked cache database or a dropped connection says nothing about the requirements:
-        # the same attempt again, after a pause, and never a relaxation step
-        time.sleep(TRANSIENT_PAUSE * (retry + 1))
-    lock_file = workdir / "pdm.lock"
-    if done.returncode != 0 or not lock_file.is_file():
-        return _Run(False, text or f"pdm lock exited with {done.returncode}", time.monotonic() - start)
-    note = "not tried"
-    if aarch64:
-        saved = lock_file.read_text(encoding="utf-8")
-        left = max(60.0, timeout - (time.monotonic() - start))
-        cmd2 = [*pdm_command(), "lock", "-v", "-p", str(workdir), "--append",
-                *_lock_args(python, PLATFORMS[1], exclude_newer)]
-        try:
-            d2 = runner(cmd2, cwd=workdir, env=env, check=False, timeout=left, on_line=on_line)
-            if d2.returncode == 0:
-                note = "locked"
-            else:
-                problems = relax.diagnose(_quiet(d2.stderr + "\n" + d2.stdout))
-                note = "not locked: " + "; ".join(p.excerpt.splitlines()[0] if p.excerpt else p.kind
-                                                  for p in problems)
-                lock_file.write_text(saved, encoding="utf-8")
-        except ExternalToolError as exc:
-            note = f"not locked: {_timed_out(exc)}"
-            lock_file.write_text(saved, encoding="utf-8")
-    return _Run(True, text, time.monotonic() - start, lock_file.read_text(encoding="utf-8"), note)
-
-
-# pdm -v: log records ("pdm.termui: Adding new pin: six 1.16.0") and, on failure, a traceback
-_LOG_RECORD = re.compile(r"^(?:pdm\.termui|unearth[\w.]*): ")
-_TRACEBACK = "Traceback (most recent call last):"
-_CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
-_PDM_FRAME = re.compile(r'^\s+File ".*(?:[/\\]pdm[/\\]|[/\\]bin[/\\]pdm")')
-_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?([A-Za-z_]\w*)(?::\s?(.*))?$")
-
-
-def _quiet(text: str) -> str:
-    """pdm's output as it reads without ``-v``, for the diagnosis and the lock record: the log
-    records (and their indented continuation lines) dropped, and pdm's own traceback reduced to
-    the ``[ResolutionError]: Unable to find a resolution`` line it prints in its place (a
-    traceback that pdm quotes, a build's, stays)."""
-    lines = text.splitlines()
-    out: list[str] = []
-    in_record = False
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if _LOG_RECORD.match(line) or (in_record and line[:1].isspace()):
-            in_record = True
-            i += 1
-            continue
-        in_record = False
-        if line.startswith(_TRACEBACK):
-            last, end = _skip_traceback(lines, i)
-            if any(_PDM_FRAME.match(ln) for ln in lines[i:end]):
-                if last is not None:
-                    m = _EXCEPTION_LINE.match(last)
-                    out.append(f"[{m.group(1)}]: {m.group(2) or ''}".rstrip() if m else last)
-                i = end
-                continue
-        out.append(line)
-        i += 1
-    return "\n".join(out)
-
-
-def _skip_traceback(lines: list[str], i: int) -> tuple[str | None, int]:
-    """The final exception line of the (chained) traceback starting at ``lines[i]``, and the
-    index after it."""
-    while True:
-        i += 1
-        while i < len(lines) and (not lines[i].strip() or lines[i][:1].isspace() or lines[i].startswith(_TRACEBACK)):
-            i += 1
-        if i >= len(lines):
-            return None, i
-        last = lines[i]
-        after = i + 1
-        while after < len(lines) and not lines[after].strip():
-            after += 1
-        if after < len(lines) and lines[after].startswith(_CHAINED):
-            i = after
-            continue
-        return last, i + 1
-
-
-_ROUND = re.compile(r"=+ Starting round (\d+) =+")
-_PIN = re.compile(r"Adding new pin: (\S+) (\S+)")
-_REQUIREMENT = re.compile(r"^\s*Adding requirement (\S+?)(?:\(from (.+)\))?\s*$")
-_REJECTED = re.compile(r"Candidate rejected: (\S+)")
-_DOWNLOAD = re.compile(r"Downloading <Link \S*/([^/\s#]+)\S* .*\((\d[\d.]* [kMG]?B)\)\s*$")
-_HASHES = re.compile(r"Fetching hashes for (\S+)")
-
-
-class ResolverDetail:
-    """Summarises ``pdm lock -v`` output, line by line, into one short progress detail:
-    "round 12, 40 pinned: pin numpy 1.24.4". ``None`` for lines that change nothing."""
-
-    def __init__(self) -> None:
-        self.round = 0
-        self.names: set[str] = set()  # pinned at least once (a backtrack pins a name again)
-
-    def __call__(self, line: str) -> str | None:
-        if not _LOG_RECORD.match(line):
-            return line if line.startswith("ERROR:") else None
-        msg = _LOG_RECORD.sub("", line, count=1)
-        if m := _ROUND.search(msg):
-            self.round = int(m.group(1))
-            return f"round {self.round}, {len(self.names)} pinned"
-        if "Resolution Result" in msg:
-            return f"resolved: {len(self.names)} pinned in {self.round} rounds"
-        if m := _PIN.search(msg):
-            self.names.add(m.group(1))
-            return self._at(f"pin {m.group(1)} {m.group(2)}")
-        if m := _REQUIREMENT.match(msg):
-            return self._at(f"requirement {m.group(1)}" + (f" (from {m.group(2)})" if m.group(2) else ""))
-        if m := _REJECTED.search(msg):
-            return self._at(f"rejected {m.group(1)}")
-        if m := _DOWNLOAD.search(msg):
-            return self._at(f"download {release_of(m.group(1))} ({m.group(2)})")
-        if m := _HASHES.search(msg):
-            return f"fetching hashes: {m.group(1)}"
-        return None
-
-    def _at(self, event: str) -> str:
-        return f"round {self.round}, {len(self.names)} pinned: {event}"
-
-
-def _timed_out(exc: ExternalToolError) -> str:
-    """What a runner's timeout tells the diagnosis: the reason only. pdm's half-finished output
-    (retries, warnings) must not be read as the cause of a failed resolution."""
-    return f"timed out after {exc.timeout} s" if exc.timeout is not None else exc.stderr or str(exc)
-
-
-def _trim(text: str, lines: int = 25) -> str:
-    """The recorded error of a failed attempt: the resolver's own message (relax.error_excerpt),
-    with no machine paths (records get committed: the home folder becomes '~')."""
-    text = text.replace(str(Path.home()), "~")
-    text = "\n".join(ln for ln in relax._clean(text).splitlines()
-                     if "virtualenv" not in ln.lower() and "use_venv" not in ln)
-    return relax.error_excerpt(text, lines)
 
 
 _UPLOAD_DATE_SCRIPT = r"""

@@ -417,7 +417,7 @@ def test_lock_project__python_38_target__locks(tmp_path: Path, isolated_cache: P
 
 def test_lock_request__transient_database_locked__retried_not_relaxed(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lock, "TRANSIENT_PAUSE", 0.0)
+    monkeypatch.setattr("pyrepro.pdmrun.TRANSIENT_PAUSE", 0.0)
     d = _project(tmp_path, ["six"])
     runner, seen = _fake_pdm(1, "sqlite3.OperationalError: database is locked\n")
     out = lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=runner, python_exe=Path("/usr/bin/python3"),

@@ -30,7 +30,14 @@ from pathlib import Path
 
 from pyrepro import patches, proc, sources, verify
 from pyrepro.backends import BuiltModel
-from pyrepro.errors import BuildError, InputError, IntegrityError, NotFoundError, PyreproError, SdistBuildError
+from pyrepro.errors import (
+    BuildError,
+    InputError,
+    IntegrityError,
+    NotFoundError,
+    PyreproError,
+    SdistBuildError,
+)
 from pyrepro.interpreters import find_python
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner

@@ -225,10 +225,11 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
         spec = spec.split(";")[0].strip()
         if decl.name not in used and decl.name not in extra:
             continue
-        if spec and spec[0] in "<>=!~" and "@" not in decl.spec and (decl.name, spec.replace(" ", "")) not in seen_specs:
-            seen_specs.add((decl.name, spec.replace(" ", "")))
+        spec = _pep440_spec(spec.replace(" ", ""))
+        if spec and "@" not in decl.spec and (decl.name, spec) not in seen_specs:
+            seen_specs.add((decl.name, spec))
             t = tomlkit.table()
-            t.update({"name": decl.name, "spec": spec.replace(" ", ""),
+            t.update({"name": decl.name, "spec": spec,
                       "reason": f"{DECLARED_REASON} ({decl.path}:{decl.line})"})
             pins.append(t)
     if len(pins):
@@ -315,6 +316,27 @@ def match_by_wheels(scan: ScanResult, index: Any) -> list[WheelMatch]:
                                       f"{top}, but a name alone is no evidence: review it, then add it to [mapping]",
                                       False))
     return out
+
+
+def _pep440_spec(spec: str) -> str:
+    """A declared version spec as PEP 440, or "" when it cannot be one: conda's ``=0.6.0=py310_0``
+    and ``=1.2`` mean ``==0.6.0`` and ``==1.2.*``; anything that does not parse is left out (the
+    name is still declared; the resolver picks the version)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    if not spec or spec[0] not in "<>=!~":
+        return ""
+    conda = re.fullmatch(r"=?=([0-9][\w.*+!]*)(=[\w.*+]+)?", spec)
+    if conda and not spec.startswith("=="):  # conda: name=version[=build]
+        v = conda.group(1)
+        spec = f"=={v}" if conda.group(2) or v.count(".") >= 2 else f"=={v}.*" if "*" not in v else f"=={v}"
+    elif conda and conda.group(2):  # name==version=build
+        spec = f"=={conda.group(1)}"
+    try:
+        SpecifierSet(spec)
+    except InvalidSpecifier:
+        return ""
+    return spec
 
 
 def _not_installable(dist: str) -> bool:

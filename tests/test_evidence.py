@@ -151,3 +151,14 @@ def test_init__free_text_software_used__never_adds_names(write_files: Write, tmp
                         "sub/metadata.json": json.dumps({"software_used": "quantum espresso,numpy,torch"})})
     doc = _init(root / "sub", tmp_path / "models", "--offline")
     assert doc["dependencies"]["scanned"] == ["numpy"] and doc["dependencies"]["extra"] == []
+
+
+def test_init__conda_style_pins__valid_pep440_pins(write_files: Write, tmp_path: Path) -> None:
+    """An exported conda list (name=version=build) gives PEP 440 pins; an unreadable spec is left
+    out rather than making the draft invalid (it was refused with exit 3)."""
+    root = write_files({"sub/run.py": "import numpy\nimport annotated_types\nimport yaml\n",
+                        "sub/requirements.txt": "annotated-types=0.6.0=py310h06a4308_0\nnumpy=1.26\n"
+                                                "pyyaml=garbage=x\n"})
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    pins = {p["name"]: p["spec"] for p in doc["dependencies"].get("pins", [])}
+    assert pins == {"annotated-types": "==0.6.0", "numpy": "==1.26.*"}

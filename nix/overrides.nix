@@ -84,7 +84,8 @@ let
           pythonRemoveDeps = lib.unique ((args.pythonRemoveDeps or [ ]) ++ drops config.name);
         }));
   };
-  breakCycle = b: { config, ... }: {
+  # the package whose edge is cut drops it from its runtime check (pythonRemoveDeps, set in finalArgs)
+  relaxHook = b: { config, ... }: {
     mkDerivation.nativeBuildInputs = [ config.deps.python.pkgs.pythonRelaxDepsHook ];
   };
 
@@ -135,5 +136,5 @@ in
 
   # several modules for one package are combined with `imports` (never `//`, which drops one)
   overrides = lib.zipAttrsWith (_: modules: { imports = modules; })
-    (map (b: { ${b.package} = breakCycle b; }) breaks ++ [ perPackage ]);
+    (map (b: { ${b.package} = relaxHook b; }) breaks ++ [ perPackage ]);
 }

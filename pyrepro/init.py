@@ -29,6 +29,7 @@ from pyrepro.lock import DECLARED_REASON
 from pyrepro.registry import NAME_RE, PY_RE, parse_model
 from pyrepro.resolve import dev_tool_reason, not_a_package_reason
 from pyrepro.scan import ScanResult, scan_path
+from pyrepro.scan.metadata import vcs_source
 
 DRAFT_COMMIT = "0" * 40
 KNOWN_REPOS = {"jarvis_leaderboard": "https://github.com/usnistgov/jarvis_leaderboard",
@@ -174,8 +175,6 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
     doc["runtime"] = rt
     # declared VCS requirements are sources, never PyPI names: a full commit becomes an extra
     # source (generate leaves its name out of the PyPI dependencies); anything else is a review item
-    from pyrepro.scan.metadata import vcs_source
-
     vcs: dict[str, tuple[tuple[str, str, str], Any]] = {}
     for decl in scan.declared:
         src = vcs_source(decl.spec)
@@ -278,8 +277,6 @@ def match_by_wheels(scan: ScanResult, index: Any) -> list[WheelMatch]:
     for d in scan.declared:
         if Path(d.path).name == "metadata.json" or _not_installable(d.name) or d.name in declared:
             continue
-        from pyrepro.scan.metadata import vcs_source
-
         if vcs_source(d.spec) is not None:
             continue
         spec = d.spec.split(";")[0]

@@ -91,6 +91,21 @@ def renamed(name: str) -> str | None:
     return canonicalize_name(hit)
 
 
+def conda_system_reason(name: str) -> str | None:
+    """Why a conda package (``libgcc-ng``, ``pytorch-cuda``) is no Python distribution, or None:
+    the first glob of the [conda_system] table that matches the lower-case name."""
+    import fnmatch
+
+    low = name.lower()
+    table = _table().get("conda_system", {})
+    if f"!{low}" in table:
+        return None
+    for pattern, reason in table.items():
+        if not pattern.startswith("!") and fnmatch.fnmatchcase(low, pattern):
+            return str(reason)
+    return None
+
+
 def dummy_reason(dist: str) -> str | None:
     """Why a PyPI distribution must never be installed (``sklearn``), or None."""
     entry = _table().get("dummies", {}).get(canonicalize_name(dist))

@@ -7,6 +7,7 @@ import re
 import tomllib
 from importlib import resources
 
+import pytest
 from packaging.utils import canonicalize_name
 
 from pyrepro.resolve import Resolver
@@ -40,3 +41,15 @@ def test_resolver__names_that_differ_from_the_module__mapped() -> None:
     assert all(r.resolve(m).resolved_with == "mapping" for m in expect)
     assert all(canonicalize_name(v) == r.resolve(k).distribution for k, v in _MAP["modules"].items()
                if k not in _MAP["unresolved"] and k not in _MAP["not_installable"])
+
+
+@pytest.mark.parametrize(("name", "system"), [
+    ("libgcc-ng", True), ("_openmp_mutex", True), ("pytorch-cuda", True), ("python_abi", True), ("qt-main", True),
+    ("librosa", False), ("qtconsole", False), ("mkl-service", False), ("gstools", False), ("numpy", False),
+])
+def test_conda_system_table__system_libraries_out_python_packages_in(name: str, system: bool) -> None:
+    """environment.yml's conda list: system libraries and metapackages are never dependencies, Python
+    packages whose names look like them are (one data table with reasons, pyrepro/data/module_map.toml)."""
+    from pyrepro.resolve import conda_system_reason
+
+    assert (conda_system_reason(name) is not None) == system

@@ -4,7 +4,7 @@
 * MatBench ``info.json``: ``requirements`` in any shape (list, dict name -> version, a string
   of names or free text); free text gets a "not machine-readable" warning;
 * ``environment.yml``: conda names (mapped: py-xgboost-gpu -> xgboost, pytorch -> torch) and
-  the ``pip:`` sub-list; conda system packages (python, cudatoolkit, lib*) are left out;
+  the ``pip:`` sub-list; conda system packages (the [conda_system] table: python, cudatoolkit, lib*) are left out;
 * ``requirements.txt``: PEP 508 lines; ``-e git+...#egg=x`` and ``x @ file:///...`` entries
   are kept by name with a warning that they are not installable as written.
 
@@ -22,14 +22,8 @@ from dataclasses import dataclass
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from pyrepro.resolve import conda_to_pypi, module_alias, not_a_package_reason
+from pyrepro.resolve import conda_system_reason, conda_to_pypi, module_alias, not_a_package_reason
 
-CONDA_SYSTEM = re.compile(
-    r"^(python|pip|setuptools|wheel|cudatoolkit|cudnn|cuda-.*|nccl|mkl.*|intel-.*|openssl|ca-certificates|certifi|"
-    r"tk|xz|zlib|readline|sqlite|ncurses|bzip2|tzdata|ld_impl_.*|lib.*|_.*|openmp|llvm-openmp|blas|"
-    r"gcc.*|gxx.*|icu|expat|pcre.*|krb5|c-ares|yaml|jpeg|giflib|freetype|fontconfig|glib|gst.*|qt.*|"
-    r"dbus|nspr|nss|pthread-stubs|xorg-.*|x264|ffmpeg|hdf5|openjpeg|lz4-c|zstd|snappy|brotli.*|"
-    r"lerc|libdeflate|jbig|pixman|cairo|harfbuzz|graphite2|mpfr|gmp|mpc)$")
 # Keys of a requirements dict that hold a group of packages, not a package of that name.
 GROUP_KEYS = frozenset({"python", "pip", "pypi", "conda", "packages", "dependencies", "requirements", "other",
                         "python_packages", "libraries", "software"})
@@ -243,7 +237,7 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
         name = re.split(r"[=<>!~ ]", item, maxsplit=1)[0]
         name = name.split("::")[-1]
         if conda:
-            if CONDA_SYSTEM.match(name.lower()):
+            if conda_system_reason(name) is not None:  # the [conda_system] table of module_map.toml
                 continue
             mapped = conda_to_pypi(name.lower()) or conda_to_pypi(item.split("=")[0].strip()) or name
             if mapped != name:

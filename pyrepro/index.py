@@ -48,6 +48,19 @@ class Index:
     def __init__(self, cache: Path | None, fetch: Fetch | None = None) -> None:
         self.cache = cache
         self.fetch = fetch or _urllib_fetch
+        self._projects: dict[str, dict | None] = {}
+
+    def _project(self, name: str) -> dict | None:
+        """The project's PEP 691 listing, asked once per Index."""
+        key = canonicalize_name(name)
+        if key not in self._projects:
+            body = self.fetch(f"{INDEX}/{key}/")
+            try:
+                data = json.loads(body) if body else None
+            except ValueError:
+                data = None
+            self._projects[key] = data if isinstance(data, dict) else None
+        return self._projects[key]
 
     def release_files(self, name: str, version: str) -> list[str] | None:
         """File names of one release, or None when unknown."""
@@ -58,12 +71,12 @@ class Index:
                 return list(json.loads(path.read_text()))
             except (OSError, ValueError):
                 pass
-        body = self.fetch(f"{INDEX}/{canonicalize_name(name)}/")
-        if body is None:
+        proj = self._project(name)
+        if proj is None:
             return None
         try:
-            listed = [f["filename"] for f in json.loads(body).get("files", []) if isinstance(f, dict)]
-        except (ValueError, KeyError, TypeError, AttributeError):
+            listed = [f["filename"] for f in proj.get("files", []) if isinstance(f, dict)]
+        except (KeyError, TypeError, AttributeError):
             return None
         from packaging.version import InvalidVersion, Version
 
@@ -210,17 +223,6 @@ class WheelIndex(Index):
     def __init__(self, cache: Path | None, fetch: Fetch | None = None, range_fetch: RangeFetch | None = None) -> None:
         super().__init__(cache, fetch)
         self.range_fetch = range_fetch or _urllib_range
-        self._projects: dict[str, dict | None] = {}
-
-    def _project(self, name: str) -> dict | None:
-        key = canonicalize_name(name)
-        if key not in self._projects:
-            body = self.fetch(f"{INDEX}/{key}/")
-            try:
-                self._projects[key] = json.loads(body) if body else None
-            except ValueError:
-                self._projects[key] = None
-        return self._projects[key]
 
     def _wheel_for(self, name: str, version: str | None) -> dict | None:
         """The wheel whose contents stand for the release: the pinned version (else the newest with

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pyrepro import patches
-from pyrepro.fsutil import atomic_write_text
+from pyrepro.fsutil import atomic_write_text, file_sha256
 from pyrepro.paths import Paths
 from pyrepro.registry import Registry
 
@@ -76,10 +76,8 @@ def _outcome(r: dict[str, Any]) -> str:
 
 
 def _file_sha256(p: Path) -> str | None:
-    import hashlib
-
     try:
-        return hashlib.sha256(p.read_bytes()).hexdigest()
+        return str(file_sha256(p).hexdigest())
     except OSError:
         return None
 

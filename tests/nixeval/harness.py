@@ -212,13 +212,14 @@ def record(root: Path, src: Path, results: list[Result], shared: dict) -> dict:
     """What was evaluated, against what, with which outcome (committed as docs/nixeval.json; the
     lock hashes let the report say when a model's lock changed since)."""
     import datetime as dt
-    import hashlib
+
+    from pyrepro.fsutil import file_sha256
 
     nodes = _lock(root)
     models: dict[str, dict] = {}
     for r in results:
-        m = models.setdefault(r.model, {"lock_sha256": hashlib.sha256(
-            (root / "models" / r.model / "pdm.lock").read_bytes()).hexdigest(), "systems": {}})
+        m = models.setdefault(r.model, {"lock_sha256": file_sha256(root / "models" / r.model / "pdm.lock").hexdigest(),
+                                        "systems": {}})
         m["systems"][r.system] = ({"ok": True, "locked_packages": len(r.detail["locked"])}
                                   if r.ok and isinstance(r.detail, dict)
                                   else {"ok": False, "error": str(r.detail).splitlines()[0] if r.detail else "?"})

@@ -32,11 +32,11 @@ import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import tomlkit
 
-from pyrepro import proc, relax
+from pyrepro import lockplan, proc, relax
 from pyrepro.errors import (
     InputError,
     NetworkError,
@@ -45,6 +45,7 @@ from pyrepro.errors import (
     toml_error_line,
 )
 from pyrepro.fsutil import atomic_write_text
+from pyrepro.lockplan import MAX_STEPS, STRATEGIES, Strategy  # noqa: F401  (re-exported)
 from pyrepro.paths import Paths
 
 # the pdm attempt (command, environment, output reading) lives in pyrepro/pdmrun.py; these names
@@ -73,8 +74,6 @@ from pyrepro.registry import ModelSpec
 from pyrepro.resolve import dummy_reason
 from pyrepro.types import Location
 
-Strategy = Literal["as-declared", "date-bounded", "relaxed", "reused"]
-STRATEGIES: tuple[Strategy, ...] = ("as-declared", "date-bounded", "relaxed")
 CATEGORIES = {
     1: "as declared",
     2: "automatically relaxed",
@@ -85,7 +84,6 @@ AUTO_REASON = "auto-relaxed by pyrepro lock"
 DECLARED_REASON = "declared by the submission"  # pins 'pyrepro init' copies from the declared metadata
 #: Distributions that lock fine but are placeholders that refuse to install.
 RECORD_SCHEMA = 1
-MAX_STEPS = 8
 DEFAULT_TIMEOUT = 20 * 60.0
 
 
@@ -198,6 +196,8 @@ class LockRequest:
     overrides: tuple[tuple[str, str, str], ...] = ()
     fidelity: tuple[str, ...] = ()
     model_toml: Path | None = None
+    #: distributions the code imports (model.toml's ``scanned``); None: not known
+    imported: frozenset[str] | None = None
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> LockRequest:
@@ -209,8 +209,9 @@ class LockRequest:
         for es in spec.extra_sources:
             fidelity.append(f"{es.name} is a git source ({es.repository}@{es.commit[:8]}), not in the lock; "
                             "its declared dependencies are locked instead")
+        imported = frozenset(relax.req_name(r) for r in spec.dependencies.scanned)
         return cls(name=spec.name, project_dir=spec.dir, python=spec.python, submitted=spec.submitted,
-                   overrides=reviewed, fidelity=tuple(fidelity), model_toml=spec.path)
+                   overrides=reviewed, fidelity=tuple(fidelity), model_toml=spec.path, imported=imported)
 
 
 # --------------------------------------------------------------------------- pyproject / hash
@@ -397,29 +398,10 @@ def upload_date(name: str, version: str, *, runner: Runner,
 
 def _later_bound(problems: Sequence[relax.Problem], reqs: Sequence[str], bound: str,
                  *, runner: Runner) -> tuple[str, str] | None:
-    """A date bound that hides an exactly pinned release (the resolver says "not found" for it)
-    moves to the day after that release was uploaded: returns (new bound, note) or None."""
-    try:
-        current = dt.date.fromisoformat(bound)
-    except ValueError:
-        return None
-    best: tuple[dt.date, str] | None = None
-    for p in problems:
-        if p.kind != "not-found" or not p.package:
-            continue
-        for i in relax.find(tuple(reqs), p.package):
-            v = relax.pinned_version(reqs[i])
-            if v is None or "*" in v:
-                continue
-            day = upload_date(p.package, relax.strip_local(v), runner=runner)
-            if day is None or day < current:
-                continue
-            new = day + dt.timedelta(days=1)
-            if best is None or new > best[0]:
-                best = (new, f"{reqs[i]} was released {day.isoformat()}, after the submission date bound")
-    if best is None:
-        return None
-    return best[0].isoformat(), best[1]
+    """``lockplan.later_bound`` with the upload days looked up from the index."""
+    wanted = lockplan._pinned_not_found(problems, reqs)
+    uploaded = {(pkg, v): upload_date(pkg, v, runner=runner) for pkg, v, _ in wanted}
+    return lockplan.later_bound(problems, reqs, bound, uploaded)
 
 
 def lookup_versions(names: Sequence[str], python: str, *, runner: Runner) -> dict[str, tuple[str, ...]]:
@@ -488,7 +470,9 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                  start: Strategy = "as-declared", timeout: float = DEFAULT_TIMEOUT, aarch64: bool = True,
                  python_exe: Path | None = None, persist: Callable[[LockRequest, Sequence[relax.Step]], None]
                  | None = None, now: Callable[[], dt.datetime] | None = None) -> LockOutcome:
-    """Lock ``req.project_dir`` by the ordered strategy; write pdm.lock and lock.toml.
+    """Lock ``req.project_dir``: ``pyrepro.lockplan`` decides each next attempt from the results
+    so far; this runs them (``pdm lock``), looks up what the planner asks for, and writes pdm.lock
+    and lock.toml.
 
     Raises ``NetworkError`` (naming index and package) when the index is unreachable; then
     nothing is written. A resolution that fails by every strategy gives category 4 (the
@@ -510,31 +494,21 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     if python_exe is None:
         python_exe = find_python(req.python)
     label = f"lock {req.name}"
-    order = list(STRATEGIES[STRATEGIES.index(start):])
-    if req.submitted is None and "date-bounded" in order:
-        order.remove("date-bounded")
     progress.start(label, total=None)
     attempts: list[Attempt] = []
-    steps: list[relax.Step] = []
-    reqs = declared
-    result: _Run | None = None
-    strategy: Strategy | None = None
+    runs: dict[int, _Run] = {}
+    sit = lockplan.start(declared, first=start, era_bound=_bound(req.submitted), imported=req.imported)
     t0 = time.monotonic()
-    bound_for_relax = _bound(req.submitted) if "date-bounded" in order else None
-    queue: list[Strategy] = [s for s in order if s != "relaxed"] or ["relaxed"]
-    last_problems: tuple[relax.Problem, ...] = ()
-    last_error = ""
-    bound_moves: list[str] = []  # date bounds moved past a pinned release (fidelity notes)
-    tried_bounds: set[str] = set()
 
-    def attempt(strat: Strategy, rs: tuple[str, ...], bound: str | None) -> _Run:
-        nonlocal last_problems, last_error
-        progress.advance(label, 1, f"{strat}{f' (<= {bound})' if bound else ''}: pdm lock")
+    def attempt(move: lockplan.Try) -> lockplan.Tried:
+        progress.advance(label, 1, f"{move.strategy}{f' (<= {move.bound})' if move.bound else ''}: pdm lock"
+                         if move.step is None and not move.bound_note else move.detail)
+        rs = move.requirements
         with tempfile.TemporaryDirectory(prefix=f"pyrepro-lock-{req.name}-") as tmp:
             work = Path(tmp)
             (work / "pyproject.toml").write_text(text if rs == declared else with_dependencies(text, rs),
                                                  encoding="utf-8")
-            run = _run_pdm(work, req.python, bound, runner=runner, python_exe=python_exe,
+            run = _run_pdm(work, req.python, move.bound, runner=runner, python_exe=python_exe,
                            timeout=timeout, aarch64=aarch64,
                            on_line=output_detail(progress, label, ResolverDetail()))
         problems: tuple[relax.Problem, ...] = ()
@@ -555,51 +529,28 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                     hint="check the network or the index URL (PDM_PYPI_URL / tool.pdm.source)")
             if run.seconds >= timeout * 0.98 and not any(p.kind == "timeout" for p in problems):
                 problems = (relax.Problem("timeout", excerpt=f"timed out after {timeout:.0f} s"), *problems)
-        attempts.append(Attempt(strat, rs, run.ok, run.seconds, bound, "" if run.ok else _trim(run.text),
-                                problems, run.aarch64))
-        last_problems, last_error = problems, run.text
-        return run
+        error = "" if run.ok else _trim(run.text)
+        attempts.append(Attempt(move.strategy, rs, run.ok, run.seconds, move.bound, error, problems, run.aarch64))
+        runs[len(attempts) - 1] = run
+        return lockplan.Tried(move.strategy, rs, move.bound, run.ok, problems, error)
 
-    for strat in queue:
-        if strat == "relaxed":
-            break
-        run = attempt(strat, reqs, _bound(req.submitted) if strat == "date-bounded" else None)
-        if run.ok:
-            result, strategy = run, strat
-            break
-    if result is None and "relaxed" in order:
-        if not attempts:  # started at "relaxed": need a first error to work from
-            run = attempt("relaxed", reqs, bound_for_relax)
-            if run.ok:
-                result, strategy = run, "relaxed"
-        while result is None and len(steps) < MAX_STEPS:
-            if any(p.kind == "timeout" for p in last_problems) and not any(
-                    p.kind in ("not-found", "conflict", "build-failed") for p in last_problems):
-                break
-            moved = (_later_bound(last_problems, reqs, bound_for_relax, runner=runner)
-                     if bound_for_relax else None)
-            if moved is not None and moved[0] not in tried_bounds:
-                new_bound, note = moved
-                tried_bounds.add(new_bound)
-                bound_moves.append(f"date bound {bound_for_relax} -> {new_bound}: {note}")
-                progress.advance(label, 1, bound_moves[-1])
-                bound_for_relax = new_bound
-                run = attempt("relaxed", reqs, bound_for_relax)
-                if run.ok:
-                    result, strategy = run, "relaxed"
-                continue
-            facts = relax.Facts(lookup_versions(relax.packages_to_look_up(last_problems), req.python,
-                                                runner=runner))
-            step = relax.relax(last_problems, reqs, facts)
-            if step is None:
-                break
-            step = replace(step, trigger=step.trigger or _trim(last_error, 8))
-            steps.append(step)
-            progress.advance(label, 1, step.summary)
-            reqs = step.requirements
-            run = attempt("relaxed", reqs, bound_for_relax)
-            if run.ok:
-                result, strategy = run, "relaxed"
+    while True:
+        move = lockplan.next_move(sit)
+        if isinstance(move, lockplan.LookUp):
+            sit = sit.learn(
+                versions=lookup_versions(move.versions, req.python, runner=runner) if move.versions else None,
+                uploaded={(n, v): upload_date(n, v, runner=runner) for n, v in move.uploads})
+            continue
+        if isinstance(move, lockplan.Try):
+            sit = sit.after(move, attempt(move))
+            continue
+        break
+    steps = list(sit.steps)
+    reqs = sit.requirements
+    bound_for_relax = sit.relax_bound
+    bound_moves = [why for _, why in sit.bound_moves]
+    result = runs[len(attempts) - 1] if isinstance(move, lockplan.Locked) else None
+    strategy: Strategy | None = move.attempt.strategy if isinstance(move, lockplan.Locked) else None
     seconds = time.monotonic() - t0
     stamp = (now or (lambda: dt.datetime.now(dt.UTC)))().replace(microsecond=0)
     where = Location(str(Path(req.project_dir.name) / "pyproject.toml"))
@@ -607,8 +558,9 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     lock_path = req.project_dir / "pdm.lock"
     if result is None:
         last = attempts[-1] if attempts else None
+        why = move.reason if isinstance(move, lockplan.GiveUp) else "no lock"
         msg = (f"{req.name}: no strategy produced a lock ({len(attempts)} attempts, {len(steps)} relaxation "
-               f"steps); last error:\n{last.error if last else '(none)'}")
+               f"steps; {why}); last error:\n{last.error if last else '(none)'}")
         outcome = LockOutcome(req.name, 4, None, tuple(attempts), tuple(steps), (), req.fidelity,
                               req.overrides, reqs, seconds, req.python,
                               exclude_newer=bound_for_relax, record_path=record_path, message=msg)

@@ -52,6 +52,13 @@ class Facts:
     on the index (strings, any order); a name mapped to ``()`` does not exist there."""
 
     versions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: distributions the submission's code imports (canonical names); ``None``: not known.
+    #: A declared distribution the code never imports (a benchmark harness, a plugin, a CLI
+    #: tool) is less central to it: its exact pin is relaxed before an imported one's.
+    imported: frozenset[str] | None = None
+
+    def central(self, name: str) -> bool:
+        return self.imported is None or canonicalize_name(name) in self.imported
 
 
 @dataclass(frozen=True)
@@ -450,18 +457,32 @@ def _widened(req: str) -> str | None:
     return _format(r.name, r, "")
 
 
+def _origin(conflict_line: str) -> str:
+    """The distribution a conflicting requirement comes from: ``numpy~=1.19.2 (from
+    tensorflow@2.4.0)`` -> ``tensorflow``; ``"" `` for the project itself."""
+    m = re.search(r"\(from ([^)]*)\)\s*$", conflict_line)
+    if not m:
+        return ""
+    who = m.group(1).strip()
+    if who in ("project", "") or who.startswith("<"):
+        return ""
+    return req_name(re.split(r"[@ ]", who, maxsplit=1)[0])
+
+
 def rule_widen_conflict(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
-    """A conflict widens the narrowest conflicting pin that is ours to change (a direct
-    requirement): an exact pin first becomes a same-major range, then is dropped."""
+    """A conflict widens one pin that is ours to change (a direct requirement): the conflicting
+    package's own, or that of a direct requirement the conflicting constraint comes from (two
+    declared packages pinning incompatible versions of a third). Order: the less central pins
+    first (declared but never imported by the code: a benchmark harness, a plugin), so an
+    imported package keeps its declared version as long as anything else can give; then the
+    narrowest (exact pins first); then the conflicting package's own pin before an origin's. An
+    exact pin first becomes a same-major range, then is dropped."""
     if p.kind != "conflict":
         return None
-    candidates: list[tuple[int, int, int]] = []  # (narrowness, order, index)
     names = {p.package} | {req_name(r.split(" (from ")[0]) for r in p.requirements}
-    for order, name in enumerate(sorted(names)):
-        for i in find(reqs, name):
-            candidates.append((narrowness(reqs[i]), order, i))
+    origins = {o for r in p.requirements if (o := _origin(r))} - names
     # duplicates of one package among the direct requirements: drop the narrower one
-    for name in names:
+    for name in sorted(names):
         idx = find(reqs, name)
         if len(idx) > 1:
             idx.sort(key=lambda j: (narrowness(reqs[j]), j))
@@ -470,15 +491,24 @@ def rule_widen_conflict(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step
             return Step("widen-conflict", name, reqs[drop], "",
                         f"{name} is required more than once ({', '.join([reqs[drop], *keep])}); "
                         f"dropped the narrowest", _edit(reqs, drop, ""))
-    for narrow, _, i in sorted(candidates):
+    candidates: list[tuple[bool, int, bool, str, int]] = []
+    for name in names | origins:
+        for i in find(reqs, name):
+            candidates.append((facts.central(name), narrowness(reqs[i]), name in origins, name, i))
+    for central, narrow, via, name, i in sorted(candidates):
         if narrow >= 4:
             continue
         new = _widened(reqs[i])
         if new is None or new == reqs[i]:
             continue
-        what = "widened" if _parse(new) is not None and _parse(new).specifier else "dropped the version of"  # type: ignore[union-attr]
-        return Step("widen-conflict", req_name(reqs[i]), reqs[i], new,
-                    f"{what} the narrowest conflicting pin", _edit(reqs, i, new))
+        parsed = _parse(new)
+        what = "widened" if parsed is not None and parsed.specifier else "dropped the version of"
+        pin = "exact pin" if narrow == 0 else "pin"
+        why = (f"{what} the {'less central ' if not central and facts.imported is not None else ''}{pin} "
+               + (f"of {name}, whose requirement on {p.package} conflicts" if via
+                  else f"in the conflict on {p.package}")
+               + (" (declared, never imported by the code)" if not central else ""))
+        return Step("widen-conflict", name, reqs[i], new, why, _edit(reqs, i, new))
     return None
 
 

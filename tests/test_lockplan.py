@@ -1,0 +1,263 @@
+"""The lock planner (pure) and the conflict rule that relaxes the less central pin first:
+decisions from recorded resolver output, a hypothesis property that the planner always ends,
+and the lock driver with a fake pdm on the real two-origin conflict."""
+
+from __future__ import annotations
+
+import datetime as dt
+import tomllib
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pyrepro import lock, lockplan, relax
+from pyrepro.proc import Completed
+from tests.fakes import FakeRunner
+from tests.test_lock import GOOD_LOCK
+
+MSG = Path(__file__).parent / "data" / "resolver_messages"
+ORIGIN = (MSG / "pdm" / "origin_conflict.txt").read_text()
+DECLARED = ("pandas==2.0.0", "tensorflow==2.4.0")
+
+
+def _fail(move: lockplan.Try, text: str) -> lockplan.Tried:
+    return lockplan.Tried(move.strategy, move.requirements, move.bound, False, relax.diagnose(text), text)
+
+
+# --------------------------------------------------------------------------- the conflict rule
+
+def test_origin_conflict__real_pdm_text__both_origins_read() -> None:
+    (p,) = relax.diagnose(ORIGIN)
+    assert p.kind == "conflict" and p.package == "numpy"
+    assert {relax._origin(r) for r in p.requirements} == {"pandas", "tensorflow"}
+
+
+def test_origin_conflict__undeclared_third_package__a_declared_origin_pin_is_relaxed() -> None:
+    """Before: numpy is not a direct requirement, so no rule applied (category 4, 0 steps)."""
+    s = relax.relax(ORIGIN, DECLARED, relax.Facts())
+    assert s is not None and s.rule == "widen-conflict" and s.before in DECLARED
+    assert "conflicts" in s.reason and "Unable to find a resolution for numpy" in s.trigger
+
+
+def test_origin_conflict__the_never_imported_pin_goes_first() -> None:
+    only_tf = relax.relax(ORIGIN, DECLARED, relax.Facts(imported=frozenset({"tensorflow"})))
+    only_pd = relax.relax(ORIGIN, DECLARED, relax.Facts(imported=frozenset({"pandas"})))
+    assert only_tf is not None and only_tf.before == "pandas==2.0.0" and only_tf.after == "pandas>=2.0,<3"
+    assert "less central" in only_tf.reason and "never imported" in only_tf.reason
+    assert only_pd is not None and only_pd.before == "tensorflow==2.4.0" and only_pd.after == "tensorflow>=2.4,<3"
+
+
+def test_conflict__a_never_imported_range_goes_before_an_imported_exact_pin() -> None:
+    reqs = ("pandas>=2.0", "tensorflow==2.4.0")
+    s = relax.relax(ORIGIN, reqs, relax.Facts(imported=frozenset({"tensorflow"})))
+    assert s is not None and s.before == "pandas>=2.0" and s.after == "pandas"
+
+
+def test_conflict__equally_central__the_exact_pin_before_a_range() -> None:
+    reqs = ("pandas>=2.0", "tensorflow==2.4.0")
+    s = relax.relax(ORIGIN, reqs, relax.Facts(imported=frozenset({"tensorflow", "pandas"})))
+    assert s is not None and s.before == "tensorflow==2.4.0"
+
+
+def test_conflict__own_pin_before_an_origin_pin_when_equally_narrow_and_central() -> None:
+    reqs = ("requests==2.31.0", "urllib3==1.20")
+    s = relax.relax((MSG / "pdm" / "conflict.txt").read_text(), reqs, relax.Facts())
+    assert s is not None and s.before == "urllib3==1.20"
+    # ... unless the code imports urllib3 and never requests
+    s2 = relax.relax((MSG / "pdm" / "conflict.txt").read_text(), reqs,
+                     relax.Facts(imported=frozenset({"urllib3"})))
+    assert s2 is not None and s2.before == "requests==2.31.0"
+
+
+def test_conflict__pip_origin_format__read_too() -> None:
+    text = (MSG / "pip" / "requests__2_31_0_urllib3__1_20.txt").read_text()
+    (p,) = [q for q in relax.diagnose(text) if q.kind == "conflict"]
+    assert "requests" in {relax._origin(r) for r in p.requirements}
+
+
+# --------------------------------------------------------------------------- the planner
+
+def test_plan__strategy_order_then_lookup_then_one_rule_per_attempt() -> None:
+    sit = lockplan.start(DECLARED, era_bound="2021-01-15", imported=frozenset({"tensorflow"}))
+    m1 = lockplan.next_move(sit)
+    assert isinstance(m1, lockplan.Try) and (m1.strategy, m1.bound) == ("as-declared", None)
+    sit = sit.after(m1, _fail(m1, ORIGIN))
+    m2 = lockplan.next_move(sit)
+    assert isinstance(m2, lockplan.Try) and (m2.strategy, m2.bound) == ("date-bounded", "2021-01-15")
+    sit = sit.after(m2, _fail(m2, ORIGIN))
+    m3 = lockplan.next_move(sit)
+    assert isinstance(m3, lockplan.Try) and m3.strategy == "relaxed" and m3.step is not None
+    assert m3.bound == "2021-01-15" and m3.requirements == ("pandas>=2.0,<3", "tensorflow==2.4.0")
+    sit = sit.after(m3, _fail(m3, ORIGIN))
+    m4 = lockplan.next_move(sit)
+    assert isinstance(m4, lockplan.Try) and m4.requirements == ("pandas", "tensorflow==2.4.0")  # pandas again
+    sit = sit.after(m4, lockplan.Tried("relaxed", m4.requirements, m4.bound, True))
+    done = lockplan.next_move(sit)
+    assert isinstance(done, lockplan.Locked) and len(sit.steps) == 2
+
+
+def test_plan__no_date__no_date_bounded_attempt() -> None:
+    sit = lockplan.start(("six",))
+    assert sit.order == ("as-declared", "relaxed")
+
+
+def test_plan__missing_release__asks_for_versions_before_deciding() -> None:
+    text = (MSG / "pip" / "matbench__0_1_0.txt").read_text()
+    sit = lockplan.start(("matbench==0.1.0",))
+    m = lockplan.next_move(sit)
+    sit = sit.after(m, _fail(m, text))  # type: ignore[arg-type]
+    ask = lockplan.next_move(sit)
+    assert isinstance(ask, lockplan.LookUp) and ask.versions == ("matbench",)
+    sit = sit.learn(versions={"matbench": ("0.2", "0.3")})
+    m2 = lockplan.next_move(sit)
+    assert isinstance(m2, lockplan.Try) and m2.requirements == ("matbench==0.2",)
+
+
+def test_plan__date_bound_hides_the_pin__bound_moves_once_then_rules() -> None:
+    text = (MSG / "pdm" / "date_bound_hides_pin.txt").read_text()
+    (p,) = [q for q in relax.diagnose(text) if q.kind == "not-found"]
+    reqs = (f"{p.package}==3.0.1",)
+    sit = lockplan.start(reqs, first="date-bounded", era_bound="2023-05-07")
+    m = lockplan.next_move(sit)
+    sit = sit.after(m, _fail(m, text))  # type: ignore[arg-type]
+    ask = lockplan.next_move(sit)
+    assert isinstance(ask, lockplan.LookUp) and ask.uploads == ((p.package, "3.0.1"),)
+    sit = sit.learn(uploaded={(p.package, "3.0.1"): dt.date(2023, 6, 1)})
+    move = lockplan.next_move(sit)
+    assert isinstance(move, lockplan.Try) and move.bound == "2023-06-02" and move.requirements == reqs
+    assert "released 2023-06-01" in move.bound_note
+    sit = sit.after(move, _fail(move, text))
+    nxt = lockplan.next_move(sit)  # the same bound is never tried twice: now the rules
+    assert not (isinstance(nxt, lockplan.Try) and nxt.bound_note)
+    assert sit.relax_bound == "2023-06-02"
+
+
+def test_plan__timeout_alone__gives_up_with_reason() -> None:
+    sit = lockplan.start(("six",), first="relaxed")
+    m = lockplan.next_move(sit)
+    sit = sit.after(m, _fail(m, "timed out after 900 s"))  # type: ignore[arg-type]
+    g = lockplan.next_move(sit)
+    assert isinstance(g, lockplan.GiveUp) and "timed out" in g.reason
+
+
+def test_plan__no_rule_applies__gives_up_naming_the_problem() -> None:
+    sit = lockplan.start(("six",), first="relaxed")
+    m = lockplan.next_move(sit)
+    sit = sit.after(m, _fail(m, "ERROR: the moon is in the wrong phase"))  # type: ignore[arg-type]
+    g = lockplan.next_move(sit)
+    assert isinstance(g, lockplan.GiveUp) and "no relaxation rule applies" in g.reason
+
+
+_TEXTS = [p.read_text() for p in sorted((MSG / "pdm").glob("*.txt"))] + \
+         [p.read_text() for p in sorted((MSG / "pip").glob("*.txt"))] + ["timed out after 60 s", "garbage"]
+_REQ = st.sampled_from(["numpy==1.19.2", "pandas==2.0.0", "tensorflow==2.4.0", "urllib3==1.20", "requests==2.31.0",
+                        "scikit-learn==1.0.2", "scikit-learn==1.1.0", "sko==0.6.6", "torch==1.12.1+cu113",
+                        "matbench==0.1.0", "six", "kgcnn==3.0.1"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(reqs=st.lists(_REQ, min_size=1, max_size=6, unique=True), texts=st.lists(st.sampled_from(_TEXTS), min_size=1),
+       date=st.booleans(), imported=st.none() | st.frozensets(st.sampled_from(["numpy", "pandas", "tensorflow"])))
+def test_plan__any_failures__ends_and_never_repeats_an_attempt(reqs: list[str], texts: list[str], date: bool,
+                                                               imported: frozenset[str] | None) -> None:
+    """Whatever the resolver keeps answering, the planner ends (GiveUp) within the step limit
+    plus the strategies and bound moves, and never asks for the same attempt twice."""
+    sit = lockplan.start(reqs, era_bound="2021-01-15" if date else None, imported=imported)
+    seen: set[tuple[str, tuple[str, ...], str | None]] = set()
+    for n in range(200):
+        move = lockplan.next_move(sit)
+        if isinstance(move, lockplan.GiveUp):
+            break
+        if isinstance(move, lockplan.LookUp):
+            sit = sit.learn(versions={v: ("0.2", "1.0.2", "1.12.1", "2.0.0") for v in move.versions},
+                            uploaded={u: dt.date(2022, 1, 1) for u in move.uploads})
+            continue
+        assert isinstance(move, lockplan.Try)
+        key = (move.strategy, move.requirements, move.bound)
+        assert key not in seen, f"repeated attempt {key}"
+        seen.add(key)
+        sit = sit.after(move, _fail(move, texts[n % len(texts)]))
+    else:
+        raise AssertionError("the planner did not end")
+    assert len(sit.steps) <= lockplan.MAX_STEPS
+
+
+# --------------------------------------------------------------------------- the driver
+
+def _fake_pdm_until(ok_when: str) -> tuple[FakeRunner, list[tuple[str, ...]]]:
+    """A pdm that answers the recorded origin conflict until the project's dependencies
+    contain ``ok_when``."""
+    tried: list[tuple[str, ...]] = []
+
+    def pdm(argv, cwd, env):  # type: ignore[no-untyped-def]
+        if "--append" in argv:
+            return Completed(tuple(argv), 0, "", "")
+        proj = Path(argv[argv.index("-p") + 1])
+        deps = tuple(tomllib.loads((proj / "pyproject.toml").read_text())["project"]["dependencies"])
+        tried.append(deps)
+        if ok_when not in deps:
+            return Completed(tuple(argv), 1, "", ORIGIN)
+        h = lock.content_hash(lock.read_pyproject(proj / "pyproject.toml"))
+        (proj / "pdm.lock").write_text(GOOD_LOCK.format(h=h.removeprefix("sha256:")))
+        return Completed(tuple(argv), 0, "", "")
+
+    r = FakeRunner()
+    r.on(lock.pdm_command(), pdm)
+    return r, tried
+
+
+def test_lock_request__two_declared_pins_conflict_on_a_third__less_central_relaxed_category_2(tmp_path: Path) -> None:
+    d = tmp_path / "proj"
+    d.mkdir()
+    (d / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\nrequires-python = "==3.8.*"\n'
+                                      'dependencies = ["pandas==2.0.0", "tensorflow==2.4.0"]\n\n'
+                                      '[tool.pdm]\ndistribution = false\n')
+    runner, tried = _fake_pdm_until("pandas")
+    req = lock.LockRequest("p", d, "3.8", imported=frozenset({"tensorflow"}))
+    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"))
+    assert out.category == 2 and out.strategy == "relaxed"
+    assert [s.after for s in out.steps] == ["pandas>=2.0,<3", "pandas"]
+    assert all("tensorflow==2.4.0" in t for t in tried)  # the imported pin was never touched
+    record = tomllib.loads((d / "lock.toml").read_text())
+    assert "never imported" in record["steps"][0]["reason"]
+    assert "Unable to find a resolution for numpy" in record["steps"][0]["trigger"]
+    assert lock.check_lock_dir(d) == []
+
+
+def test_lock_request__gives_up__the_record_says_why(tmp_path: Path) -> None:
+    d = tmp_path / "proj"
+    d.mkdir()
+    (d / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\nrequires-python = "==3.8.*"\n'
+                                      'dependencies = ["pandas==2.0.0", "tensorflow==2.4.0"]\n\n'
+                                      '[tool.pdm]\ndistribution = false\n')
+    runner, _ = _fake_pdm_until("never")
+    out = lock.lock_request(lock.LockRequest("p", d, "3.8"), runner=runner, python_exe=Path("/usr/bin/python3"))
+    assert out.category == 4 and "no relaxation rule applies to conflict (numpy)" in out.message
+    assert len(out.steps) == 4  # each pin widened, then dropped; then nothing is left to relax
+
+
+def test_lock_request_from_spec__imported_is_what_the_code_imports() -> None:
+    from pyrepro.registry import parse_model
+
+    spec = parse_model(Path(__file__).resolve().parent.parent / "models" / "cfid" / "model.toml")
+    req = lock.LockRequest.from_spec(spec)
+    assert req.imported is not None and "jarvis-tools" in req.imported and "scikit-learn" not in req.imported
+
+
+@pytest.mark.integration
+@pytest.mark.network
+def test_lock_request__real_pdm__declared_pins_conflict_on_numpy__relaxed_to_a_lock(tmp_path: Path) -> None:
+    """The recorded conflict, live: tensorflow 2.4.0 and pandas 2.0.0 cannot share a numpy on
+    Python 3.8. The code imports tensorflow only, so pandas' pin gives way and tensorflow stays."""
+    d = tmp_path / "proj"
+    d.mkdir()
+    src = (MSG / "pdm" / "origin_conflict.pyproject.toml").read_text()
+    (d / "pyproject.toml").write_text("\n".join(ln for ln in src.splitlines() if not ln.startswith("#")) + "\n")
+    out = lock.lock_request(lock.LockRequest("p", d, "3.8", imported=frozenset({"tensorflow"})), aarch64=False,
+                            timeout=600)
+    assert out.category == 2, out.message
+    assert out.steps and all(s.package == "pandas" for s in out.steps)
+    assert lock.read_lock_versions((d / "pdm.lock").read_text())["tensorflow"] == "2.4.0"
+    assert lock.check_lock_dir(d) == []

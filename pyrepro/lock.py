@@ -170,6 +170,8 @@ class LockOutcome:
             "lock": str(self.lock_path) if self.lock_path else None,
             "record": str(self.record_path) if self.record_path else None,
             "message": self.message,
+            # a new lock is confirmed by the first environment built from it (lock.toml [built])
+            "confirmed": False if self.ok else None,
         }
 
 
@@ -727,6 +729,51 @@ def read_record(project_dir: Path) -> dict[str, Any] | None:
                          hint=f"relock to rewrite it: pyrepro lock {project_dir.name}") from exc
 
 
+def record_build(project_dir: Path, *, env_key: str, python: str, error: str = "",
+                 now: Callable[[], dt.datetime] | None = None) -> bool:
+    """Write whether an environment built from this lock into lock.toml ``[built]``: a lock is
+    only as good as its install, so its category counts (``confirmed_category``) once this says
+    ``ok = true``. Nothing is written when the record belongs to another lock (content hashes
+    differ) or already says the same; returns whether lock.toml changed."""
+    rec_path, lock_path = project_dir / "lock.toml", project_dir / "pdm.lock"
+    if not rec_path.is_file() or not lock_path.is_file():
+        return False
+    try:
+        doc = tomlkit.parse(rec_path.read_text(encoding="utf-8"))
+        lock_hash = tomllib.loads(lock_path.read_text(encoding="utf-8")).get("metadata", {}).get("content_hash")
+    except (tomllib.TOMLDecodeError, tomlkit.exceptions.ParseError):
+        return False  # 'pyrepro lock --check' names a broken file; a build does not rewrite it
+    if not lock_hash or doc.get("content_hash") != lock_hash:
+        return False
+    new: dict[str, Any] = {"ok": not error, "env_key": env_key, "python": python}
+    if error:
+        new["error"] = error.strip().splitlines()[0][:300] if error.strip() else "failed"
+    cur = doc.get("built")
+    if isinstance(cur, dict) and all(cur.get(k) == v for k, v in new.items()) and len(cur) == len(new) + 1:
+        return False
+    new["at"] = (now or (lambda: dt.datetime.now(dt.UTC)))().replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    doc["built"] = _tbl(new)
+    atomic_write_text(rec_path, tomlkit.dumps(doc))
+    return True
+
+
+def confirmed_category(record: dict[str, Any]) -> tuple[int | None, str]:
+    """The category a lock record earns, and its label. A resolved lock (1-3) counts only once an
+    environment was built from it: before that it is "unconfirmed"; a failed build makes it 4."""
+    cat = record.get("category")
+    if not isinstance(cat, int) or cat not in CATEGORIES:
+        return None, "not locked"
+    label = CATEGORIES[cat]
+    if cat == 4:
+        return 4, label
+    built = record.get("built")
+    if isinstance(built, dict) and built.get("ok"):
+        return cat, label
+    if isinstance(built, dict):
+        return 4, f"locked as {cat} ({label}), but the environment did not build: {built.get('error', '')}"
+    return None, f"{label}, unconfirmed: no environment has been built from this lock yet"
+
+
 # --------------------------------------------------------------------------- registry entry
 
 def lock_model(spec: ModelSpec, paths: Paths, runner: Runner = proc.run, *,
@@ -802,5 +849,6 @@ def reuse_lock(spec: ModelSpec, source: ModelSpec, *, progress: Progress = NULL_
 
 __all__ = [
     "CATEGORIES", "STRATEGIES", "Attempt", "Drift", "LockOutcome", "LockProblem", "LockRequest",
-    "check_lock", "check_lock_dir", "content_hash", "lock_model", "lock_request", "reuse_lock",
+    "check_lock", "check_lock_dir", "confirmed_category", "content_hash", "lock_model", "lock_request",
+    "record_build", "reuse_lock",
 ]

@@ -193,7 +193,11 @@ def model_status(spec: Any, paths: Paths) -> dict[str, Any]:
         from pyrepro.lock import read_record
 
         rec = read_record(spec.dir) or {}  # a broken record is a located InputError (file and line)
+        from pyrepro.lock import confirmed_category
+
+        confirmed, confirmed_label = confirmed_category(rec)
         lock = {"category": rec.get("category"), "label": rec.get("category_label"), "strategy": rec.get("strategy"),
+                "confirmed_category": confirmed, "confirmed_label": confirmed_label, "built": rec.get("built"),
                 "packages": rec.get("packages"), "seconds": rec.get("seconds"), "drift": rec.get("drift", []),
                 "fidelity": rec.get("fidelity", []), "locked": (spec.dir / "pdm.lock").is_file()}
     try:
@@ -264,7 +268,10 @@ def status_cells(m: dict[str, Any]) -> list[str]:
     """One model's row of the status table, in ``STATUS_COLUMNS`` order, as plain text (the
     Markdown of docs/STATUS.md and the HTML page both show these cells)."""
     lk = m["lock"]
-    lock = f"{lk['category']}: {lk['label']}" if lk.get("category") else "not locked"
+    if not lk.get("category"):
+        lock = "not locked"
+    else:  # a resolved lock counts once an environment was built from it (lock.confirmed_category)
+        lock = f"{lk.get('confirmed_category') or lk['category']}: {lk.get('confirmed_label') or lk['label']}"
     pcats = sorted({p["category"] for p in m["patches"]})
     patches_s = f"{len(m['patches'])} ({', '.join(pcats)})" if m["patches"] else "none yet"
     if m["build"]:
@@ -340,7 +347,10 @@ def render_markdown(rep: dict[str, Any]) -> str:
         lk = m["lock"]
         if lk.get("category"):
             out.append(f"- Lock: category {lk['category']} ({lk['label']}), {lk.get('packages')} packages, "
-                       f"strategy {lk.get('strategy')}, {lk.get('seconds')} s.")
+                       f"strategy {lk.get('strategy')}, {lk.get('seconds')} s. "
+                       + (f"Confirmed: an environment was built from it (Python {lk['built'].get('python')}, "
+                          f"{lk['built'].get('at')})." if isinstance(lk.get("built"), dict) and lk["built"].get("ok")
+                          else f"Counts as: {lk.get('confirmed_label')}."))
             for d in lk.get("drift", []):
                 out.append(f"  - drift: {d}")
             for f in lk.get("fidelity", []):

@@ -67,9 +67,21 @@ class Reproduction:
     def stopped_at(self) -> Stage | None:
         return next((s for s in self.stages if s.status == "failed"), None)
 
+    @property
+    def category(self) -> int | None:
+        """The lock's category once it counts: after an environment built from it (a lock whose
+        environment did not build is 4); None while the build has not been reached."""
+        lock = next((s for s in self.stages if s.name == "lock"), None)
+        build = next((s for s in self.stages if s.name == "build"), None)
+        if lock is None or lock.category is None:
+            return None
+        if lock.category == 4 or (build is not None and build.status == "ok"):
+            return lock.category
+        return None
+
     def to_json(self) -> dict[str, Any]:
         stop = self.stopped_at
-        return {"name": self.name, "folder": self.folder, "ok": self.ok,
+        return {"name": self.name, "folder": self.folder, "ok": self.ok, "category": self.category,
                 "python": {"version": self.python, "reason": self.python_reason},
                 "stages": [s.to_json() for s in self.stages],
                 "stopped_at": stop.name if stop else None,
@@ -277,6 +289,20 @@ def wheel_instead(spec: Any, exc: Any, index: Any) -> tuple[list[Any], str]:
     return steps, ""
 
 
+def _lock_did_not_build(stages: list[Stage], exc: PyreproError) -> None:
+    """A lock whose locked packages do not install is no lock (category 4): the lock row says so.
+    Failures that are not the lock's (network, disk, a missing interpreter) leave it alone."""
+    from pyrepro.backends.local import lock_at_fault
+
+    if not lock_at_fault(exc):
+        return
+    for i, st in enumerate(stages):
+        if st.name == "lock" and st.category in (1, 2, 3):
+            stages[i] = Stage(st.name, st.status, st.seconds,
+                              f"{st.detail}; but its environment did not build, so it counts as category 4 "
+                              f"(was {st.category})", st.next_step, 4)
+
+
 def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any],
                 done: Callable[..., Reproduction], *, mirror: Path | None, runner: Runner,
                 progress: _StageProgress, test: bool, clock: Callable[[], float], online: bool = False,
@@ -308,6 +334,7 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                 index = WheelIndex(paths.cache)
             steps, why = wheel_instead(spec, exc, index) if len(replaced) < MAX_WHEEL_ROUNDS else ([], "")
             if not steps:
+                _lock_did_not_build(stages, exc)
                 stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)) + (f" ({why})" if why else ""),
                                     _next_step(exc, "read the build log; a reviewed pin in model.toml usually "
                                                     "fixes it")))
@@ -334,6 +361,7 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                 return done(err)
             spec = parse_model(spec.path)
         except PyreproError as exc:
+            _lock_did_not_build(stages, exc)
             stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)),
                                 _next_step(exc, "read the build log; a reviewed pin in model.toml usually fixes it")))
             return done(exc)

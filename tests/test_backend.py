@@ -386,3 +386,30 @@ def test_comparability__same_predictions_in_differently_zipped_files__twins_not_
     v = verdict.judge(exit_code=0, output=c, data_kind="jarvis", benchmark="x", targets=targets, submitted=a,
                       reported_mae=0.4, comparable=ok, note=why)
     assert v.tier == "not-comparable" and "bee's" in v.reason
+
+
+def test_gc_cli__named_model__its_referenced_environment_removed_on_request(
+        world: Paths, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 12: 'pyrepro gc' can remove any environment on request, not only unreferenced ones."""
+    from pyrepro.cli import main
+
+    spec = load_registry(world.models).get("mini")
+    ek = local.env_key(spec)
+    env = world.cache / "envs" / f"mini-{ek}"
+    other = world.cache / "envs" / "gone-0123456789abcdef0123"  # of no registry model
+    for d in (env, other):
+        (d / "bin").mkdir(parents=True)
+        (d / "bin" / "python").write_text("")
+    monkeypatch.setenv("PYREPRO_ROOT", str(world.root))
+    monkeypatch.setenv("PYREPRO_CACHE", str(world.cache))
+    assert main(["gc"]) == 0  # without names: only what nothing references
+    assert env.is_dir() and not other.exists()
+    capsys.readouterr()
+    assert main(["gc", "mini", "--dry-run"]) == 0
+    assert f"would remove {env}" in capsys.readouterr().out and env.is_dir()
+    assert main(["gc", "mini"]) == 0
+    assert not env.exists() and "removed" in capsys.readouterr().out
+    assert main(["gc", "nosuchmodel"]) == 4
+    assert "nosuchmodel" in capsys.readouterr().err
+    (env / "bin").mkdir(parents=True)
+    assert main(["gc", "--all"]) == 0 and not env.exists()

@@ -74,3 +74,80 @@ def test_build_env__sdist_fails_isolated__retried_without_isolation(tmp_path: Pa
     env_dir, _key, _version, _hit = local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
     assert (env_dir / local.COMPLETE).is_file()
     assert ["--no-build-isolation" in c for c in pip_calls] == [False, False, True]
+
+
+def _built(lock_toml: Path) -> dict | None:  # type: ignore[type-arg]
+    import tomllib
+
+    return tomllib.loads(lock_toml.read_text()).get("built")
+
+
+def test_build__records_in_lock_toml_whether_the_lock_installs(tmp_path: Path) -> None:
+    """A lock's category counts once an environment built from it: the local build writes
+    lock.toml [built] (ok, or the error), only for the record of this very lock."""
+    import tomlkit
+
+    from pyrepro import lock as lock_mod
+    from pyrepro.errors import BuildError
+
+    root = tmp_path / "root"
+    shutil.copytree(SC / "models", root / "models")
+    shutil.copytree(SC / "patches", root / "patches")
+    mdir = root / "models" / "mini"
+    lock_text = (mdir / "pdm.lock").read_text()
+    h = tomllib_loads(lock_text)["metadata"]["content_hash"]
+    (mdir / "lock.toml").write_text(f'schema = 1\nmodel = "mini"\ncategory = 2\ncategory_label = "x"\n'
+                                    f'content_hash = "{h}"\n')
+    paths = Paths(root=root, cache=tmp_path / "cache")
+    spec = load_registry(paths.models).get("mini")
+    rec = lock_mod.read_record(mdir)
+    assert rec is not None and lock_mod.confirmed_category(rec)[0] is None
+    assert "unconfirmed" in lock_mod.confirmed_category(rec)[1]
+
+    def failing(cmd, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[1:4] == ["-m", "pip", "install"]:
+            return Completed(tuple(argv), 1, "", "ERROR: six-1.17.0-py2.py3-none-any.whl is not a supported wheel")
+        return proc.run(cmd, **kw)
+
+    try:
+        local.build(spec, paths, runner=failing, mirror=SC / "mirror")
+        raise AssertionError("the build should fail")
+    except BuildError:
+        pass
+    built = _built(mdir / "lock.toml")
+    assert built is not None and built["ok"] is False and "pip exit 1" in built["error"]
+    assert lock_mod.confirmed_category(lock_mod.read_record(mdir) or {})[0] == 4
+
+    local.build(spec, paths, runner=_ok_pip(), mirror=SC / "mirror")
+    built = _built(mdir / "lock.toml")
+    assert built is not None and built["ok"] is True and built["python"].startswith("3.") and "error" not in built
+    assert lock_mod.confirmed_category(lock_mod.read_record(mdir) or {}) == (2, "automatically relaxed")
+
+    # record_build directly: a record of another lock is never touched; the same outcome is not rewritten
+    doc = tomlkit.parse((mdir / "lock.toml").read_text())
+    doc["content_hash"] = "sha256:other"
+    (mdir / "lock.toml").write_text(tomlkit.dumps(doc))
+    before = (mdir / "lock.toml").read_text()
+    assert lock_mod.record_build(mdir, env_key="k", python="3.11.9") is False
+    assert (mdir / "lock.toml").read_text() == before
+    doc["content_hash"] = h
+    (mdir / "lock.toml").write_text(tomlkit.dumps(doc))
+    assert lock_mod.record_build(mdir, env_key="k", python="3.11.9") is True
+    assert lock_mod.record_build(mdir, env_key="k", python="3.11.9") is False
+    assert lock_mod.confirmed_category(lock_mod.read_record(mdir) or {})[0] == 2
+
+
+def _ok_pip():  # type: ignore[no-untyped-def]
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[1:4] == ["-m", "pip", "install"]:
+            return Completed(tuple(argv), 0, "", "")
+        return proc.run(cmd, **kw)
+    return runner
+
+
+def tomllib_loads(text: str) -> dict:  # type: ignore[type-arg]
+    import tomllib
+
+    return tomllib.loads(text)

@@ -228,3 +228,43 @@ def test_reproduce__sdist_does_not_build_offline__stops_at_build_saying_why(
     build = next(s for s in res.stages if s.name == "build")
     assert build.status == "failed" and "offline: the index was not asked" in build.detail
     assert res.error is not None and res.stopped_at is build
+
+
+def test_reproduce__lock_counts_only_once_its_environment_built(project: Path, write_files: Write,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 12: a lock is not category 1 or 2 until its environment has built. A build that
+    fails on the locked packages turns the lock row into category 4; the JSON says the same."""
+    from pyrepro.backends import local
+    from pyrepro.errors import BuildError
+
+    root = write_files({"sub/run.py": "import tinycalc\n", "sub/requirements.txt": "tinycalc==0.3.0\n"})
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        raise BuildError("installing the locked packages of sub failed: pip exit 1:\n"
+                         "ERROR: tinycalc-0.3.0-cp311-cp311-manylinux_2_28_x86_64.whl is not a supported wheel")
+
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(lock, "lock_model", lambda spec, paths, **kw: lock.LockOutcome(
+        spec.name, 2, "relaxed", (), (), (), (), (), (), 1.0, spec.python, ("x",), 1, "sha256:0", None,
+        spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok"))
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=False)
+    lock_row = next(s for s in res.stages if s.name == "lock")
+    assert lock_row.category == 4 and "did not build, so it counts as category 4 (was 2)" in lock_row.detail
+    assert res.category == 4 and res.to_json()["category"] == 4
+
+    # the same with the machine's disk full: not the lock's fault, the category is left as it was
+    monkeypatch.setattr(local, "build", lambda spec, paths, **kw: (_ for _ in ()).throw(
+        BuildError("installing the locked packages of sub failed: OSError: [Errno 28] No space left on device")))
+    res2 = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=False)
+    assert next(s for s in res2.stages if s.name == "lock").category == 2
+    assert res2.category is None  # never confirmed
+
+
+def test_reproduction_category__unconfirmed_until_build_ok() -> None:
+    lock_ok = reproduce.Stage("lock", "ok", 1.0, "category 1", category=1)
+    assert reproduce.Reproduction("m", "f", (lock_ok,)).category is None
+    built = reproduce.Stage("build", "ok", 1.0, "env")
+    assert reproduce.Reproduction("m", "f", (lock_ok, built)).category == 1
+    failed = reproduce.Stage("lock", "failed", 1.0, "x", category=4)
+    assert reproduce.Reproduction("m", "f", (failed,)).category == 4

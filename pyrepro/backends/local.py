@@ -28,7 +28,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyrepro import patches, proc, sources, verify
+from pyrepro import lock, patches, proc, sources, verify
 from pyrepro.backends import BuiltModel
 from pyrepro.errors import (
     BuildError,
@@ -381,6 +381,17 @@ def failed_sdists(group: list[Locked], pip_output: str) -> tuple[tuple[str, str]
     return hit or tuple((p.name, p.version) for p in group)
 
 
+_MACHINE_TROUBLE = re.compile(r"No space left on device|Disk quota exceeded|MemoryError|Killed|"
+                              r"Temporary failure in name resolution|Connection (?:reset|refused)|Read timed out")
+
+
+def lock_at_fault(exc: BaseException) -> bool:
+    """Whether a failed build says the lock does not install (a package that does not build or
+    install), as opposed to trouble of the machine (a full disk, the network) that says nothing
+    about the lock."""
+    return isinstance(exc, BuildError) and not _MACHINE_TROUBLE.search(str(exc))
+
+
 def build(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None, runner: Runner = proc.run,
           progress: Progress = NULL_PROGRESS, repair: bool = False) -> BuiltModel:
     """The model's staged source and environment, from the cache when there. ``repair`` (what
@@ -396,7 +407,12 @@ def build(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None, runner: 
             progress.advance(f"build {spec.name}", 0, f"restaging: {exc}")
             _discard(src.parent)
             src, runtime, skey, src_hit = stage_source(spec, paths, mirror=mirror, runner=runner)
-    env_dir, ekey, version, env_hit = build_env(spec, paths, runner=runner, progress=progress)
+    try:
+        env_dir, ekey, version, env_hit = build_env(spec, paths, runner=runner, progress=progress)
+    except BuildError as exc:  # SdistBuildError too: the lock does not install here
+        if lock_at_fault(exc):
+            lock.record_build(spec.dir, env_key=env_key(spec), python=spec.python, error=str(exc))
+        raise
     if repair and env_hit:
         try:
             verify.verify_env(env_dir, rebuild_hint="")
@@ -408,6 +424,7 @@ def build(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None, runner: 
         else paths.cache / "launchers" / f"{spec.name}-{ekey[:10]}-{skey[:10]}"
     if not launcher.exists():
         launcher = write_launcher(spec, paths, env_dir, src, runtime, ekey, skey)
+    lock.record_build(spec.dir, env_key=ekey, python=version)
     return BuiltModel(spec.name, "local", env_dir, ekey, src, runtime, skey, launcher, version, env_hit, src_hit,
                       time.monotonic() - t0)
 
@@ -415,17 +432,29 @@ def build(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None, runner: 
 STALE_TMP_SECONDS = 24 * 3600
 
 
-def gc(paths: Paths, specs: list[ModelSpec], *, dry_run: bool = False) -> list[Path]:
-    """Remove environments, staged sources and launchers that no registry entry references.
+def gc(paths: Paths, specs: list[ModelSpec], *, dry_run: bool = False, remove: tuple[str, ...] = (),
+       everything: bool = False) -> list[Path]:
+    """Remove environments, staged sources and launchers that no registry entry references, and,
+    on request, those of the models named in ``remove`` (or of every model: ``everything``) even
+    though they are referenced (the next build makes them again).
 
     Hidden entries are temporary build folders (``.<name>-<key>.XXXX``) and helper homes: they are
     left alone unless they are temporary folders older than a day (an interrupted build). A model
     whose keys cannot be computed (e.g. a patch series that does not parse) keeps all its entries.
     """
+    if remove:
+        known = {s.name for s in specs} | {p.name.rsplit("-", 1)[0] for sub in ("envs", "staged")
+                                           if (paths.cache / sub).is_dir() for p in (paths.cache / sub).iterdir()}
+        unknown = [n for n in remove if n not in known]
+        if unknown:
+            raise NotFoundError(f"no model and no cached environment named {', '.join(unknown)}",
+                                hint="name a model of the registry (pyrepro report lists them)")
     keep: set[str] = set()
     keep_prefix: set[str] = set()
     launchers: set[str] = set()
     for s in specs:
+        if everything or s.name in remove:
+            continue  # nothing of it is kept
         try:
             ek = env_key(s)
         except NotFoundError:  # not locked yet: no environment to keep

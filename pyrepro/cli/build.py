@@ -55,17 +55,24 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"{r['name']}: {hit} in {r['seconds']} s; launcher {r['launcher']}")
 
     @app.command("gc")
-    def gc_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed")) -> None:
-        """Remove environments and staged sources that no registry entry references."""
+    def gc_cmd(
+        names: list[str] = typer.Argument(None, help="Also remove these models' environments and staged sources"),
+        everything: bool = typer.Option(False, "--all", help="Remove every model's environment and staged source"),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed"),
+    ) -> None:
+        """Remove environments and staged sources that no registry entry references; with NAMES or
+        --all, also those of the named (or every) model. A later build makes them again."""
         from pyrepro.backends import local
         from pyrepro.paths import Paths
         from pyrepro.registry import load_registry
 
         paths = Paths.discover()
-        removed = local.gc(paths, list(load_registry(paths.models)), dry_run=dry_run)
+        removed = local.gc(paths, list(load_registry(paths.models)), dry_run=dry_run, remove=tuple(names or ()),
+                           everything=everything)
         for p in removed:
             typer.echo(("would remove " if dry_run else "removed ") + str(p))
-        typer.echo(f"{len(removed)} unreferenced entries")
+        what = "entries" if names or everything else "unreferenced entries"
+        typer.echo(f"{len(removed)} {what}{' (dry run)' if dry_run else ''}")
 
     @app.command("check-imports")
     def check_imports_cmd(

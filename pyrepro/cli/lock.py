@@ -96,6 +96,8 @@ def _report(outcomes: list, as_json: bool) -> None:  # type: ignore[type-arg]
         rows = [[o.name, str(o.category), o.label, o.strategy or "-", str(o.packages), f"{o.seconds:.0f}",
                  "; ".join(str(d) for d in o.drift) or "-"] for o in outcomes]
         typer.echo(table(rows, ["model", "cat", "outcome", "strategy", "packages", "seconds", "drift"]))
+        if any(o.ok for o in outcomes):
+            typer.echo("a lock's category counts once an environment builds from it: pyrepro build NAME")
         for o in outcomes:
             for s in o.steps:
                 typer.echo(f"  {o.name}: {s.summary}: {s.reason}")

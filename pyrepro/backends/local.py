@@ -16,6 +16,7 @@ complete. A patch change restages only the source; nothing changed is a cache hi
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import os
@@ -27,6 +28,7 @@ import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pyrepro import lock, patches, proc, sources, verify
 from pyrepro.backends import BuiltModel
@@ -203,9 +205,25 @@ def pip_detail(line: str) -> str | None:
     return None
 
 
+def build_bound(spec: ModelSpec) -> dt.date | None:
+    """The date sdists' build requirements are bounded by: the lock's own date bound when it has
+    one (``exclude_newer`` in lock.toml), else the day after the submission; None when unknown."""
+    try:
+        rec = lock.read_record(spec.dir) or {}
+    except PyreproError:
+        rec = {}
+    try:
+        if rec.get("exclude_newer"):
+            return dt.date.fromisoformat(str(rec["exclude_newer"])[:10])
+    except ValueError:
+        pass
+    return spec.submitted + dt.timedelta(days=1) if spec.submitted else None
+
+
 def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progress: Progress = NULL_PROGRESS,
-              platform: str | None = None) -> tuple[Path, str, str, bool]:
-    """The model's environment: (dir, key, full python version, cache hit)."""
+              platform: str | None = None, index: Any = None) -> tuple[Path, str, str, bool]:
+    """The model's environment: (dir, key, full python version, cache hit). ``index``: the package
+    index asked for the sdists' build requirements (default: PyPI through ``pyrepro.index``)."""
     key = env_key(spec, platform)
     final = paths.cache / "envs" / f"{spec.name}-{key}"
     info = _complete(final)
@@ -234,6 +252,16 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
         # installed package it never declared (torch-scatter imports torch) still builds.
         wheels = [p for p in pkgs if not p.sdist_only]
         sdists = [p for p in pkgs if p.sdist_only]
+        bounded = _bounded_build_requirements(spec, sdists, paths, index)
+        iso_env = env
+        if bounded is not None and bounded.constraints:
+            (tmp / "build-constraints.txt").write_text("\n".join(bounded.constraints) + "\n", encoding="utf-8")
+            # PIP_CONSTRAINT reaches the isolated build environment's pip (pip < 25.3); newer pip
+            # reads PIP_BUILD_CONSTRAINT for the same
+            iso_env = {**env, "PIP_CONSTRAINT": str(tmp / "build-constraints.txt"),
+                       "PIP_BUILD_CONSTRAINT": str(tmp / "build-constraints.txt")}
+            progress.advance(label, 0, f"build requirements bounded by {build_bound(spec)}: "
+                             + ", ".join(bounded.constraints))
         for phase, group, tries in (("requirements.txt", wheels, ([],)),
                                     ("requirements-sdist.txt", sdists, ([], ["--no-build-isolation"]))):
             if not group:
@@ -243,7 +271,8 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
             failures = []
             for flags in tries:
                 res = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps",
-                              "--progress-bar=off", *flags, "-r", str(req)], env=env, check=False, timeout=7200,
+                              "--progress-bar=off", *flags, "-r", str(req)],
+                             env=iso_env if group is sdists and not flags else env, check=False, timeout=7200,
                              on_line=output_detail(progress, label, pip_detail))
                 if res.returncode == 0:
                     break
@@ -266,8 +295,12 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
         version = runner([str(tmp / "bin" / "python"), "-c",
                           "import platform; print(platform.python_version())"], check=True).stdout.strip()
         _fix_shebangs(tmp, final)
-        (tmp / COMPLETE).write_text(json.dumps({"name": spec.name, "key": key, "python": version,
-                                                "packages": len(pkgs), "built_at": time.time()}) + "\n")
+        info: dict[str, Any] = {"name": spec.name, "key": key, "python": version, "packages": len(pkgs),
+                                "built_at": time.time()}
+        if bounded is not None:
+            info["build_requirements"] = {"bound": str(build_bound(spec)), "constraints": list(bounded.constraints),
+                                          "notes": list(bounded.notes)}
+        (tmp / COMPLETE).write_text(json.dumps(info) + "\n")
         _commit_dir(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -379,6 +412,18 @@ def failed_sdists(group: list[Locked], pip_output: str) -> tuple[tuple[str, str]
         named.add(canonicalize_name(m.group(1)))
     hit = tuple((p.name, p.version) for p in group if canonicalize_name(p.name) in named)
     return hit or tuple((p.name, p.version) for p in group)
+
+
+def _bounded_build_requirements(spec: ModelSpec, sdists: list[Locked], paths: Paths, index: Any) -> Any:
+    """``buildreqs.constraints`` for the sdists of this build, or None (no sdists, no date)."""
+    bound = build_bound(spec)
+    if not sdists or bound is None:
+        return None
+    from pyrepro import buildreqs
+    from pyrepro.index import Index
+
+    return buildreqs.constraints(index or Index(paths.cache), [(p.name, p.version) for p in sdists], bound,
+                                 spec.python, exclude=[p.name for p in sdists])
 
 
 _MACHINE_TROUBLE = re.compile(r"No space left on device|Disk quota exceeded|MemoryError|Killed|"

@@ -1,0 +1,190 @@
+"""Build requirements of locked sdists, bounded by the submission's date.
+
+An sdist is built as its authors would have built it: in PEP 517 isolation, with the build
+requirements it declares (``[build-system] requires`` of its ``pyproject.toml``; without one,
+pip's legacy default ``setuptools>=40.8.0`` and ``wheel``). Left alone, pip installs the newest
+releases of those, which may postdate the submission by years (a 2020 ``setup.py`` built with a
+2026 setuptools). ``constraints(...)`` pins each declared build requirement to its newest release
+the index received before the date bound that still satisfies the declared specifier; the local
+backend hands the result to pip as a constraints file for the isolated build only.
+
+Sdists are read once from the index (PEP 691 listing: ``url`` and PEP 700 ``upload-time``) and
+their build requirements cached under ``<cache>/index/build-requires/``. What cannot be known
+(the index unreachable, no release before the date satisfies the specifier) stays unconstrained
+and is said so in the returned notes. Only the declared build requirements are bounded, not what
+they in turn require.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import os
+import tarfile
+import tomllib
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from packaging.markers import InvalidMarker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from pyrepro.index import Index, _version_of
+
+LEGACY = ("setuptools>=40.8.0", "wheel")  # pip's default for an sdist without [build-system]
+MAX_SDIST = 200 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Bounded:
+    constraints: tuple[str, ...]  # "name==version" lines
+    notes: tuple[str, ...]  # what was left unconstrained, and why
+
+
+def read_build_requires(archive: bytes, filename: str) -> list[str] | None:
+    """``[build-system] requires`` of an sdist (tar.gz/zip bytes), the legacy default when it has
+    no pyproject.toml or no [build-system] table, None when the archive cannot be read."""
+    text: str | None = None
+    try:
+        if filename.endswith(".zip"):
+            with zipfile.ZipFile(io.BytesIO(archive)) as z:
+                cands = sorted((n for n in z.namelist() if n.count("/") == 1 and n.endswith("/pyproject.toml")),
+                               key=len)
+                if cands:
+                    text = z.read(cands[0]).decode("utf-8", "replace")
+        else:
+            with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as t:
+                members = sorted((m for m in t.getmembers() if m.isfile() and m.name.count("/") == 1
+                                  and m.name.endswith("/pyproject.toml")), key=lambda m: len(m.name))
+                if members:
+                    f = t.extractfile(members[0])
+                    text = f.read().decode("utf-8", "replace") if f else None
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
+        return None
+    if text is None:
+        return list(LEGACY)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return list(LEGACY)  # pip falls back the same way only for a missing table; a broken file fails there
+    bs = data.get("build-system")
+    if not isinstance(bs, dict) or not isinstance(bs.get("requires"), list):
+        return list(LEGACY)
+    return [str(r) for r in bs["requires"]]
+
+
+def _build_requires(index: Index, name: str, version: str) -> list[str] | None:
+    key = f"{canonicalize_name(name)}-{version}"
+    path = index.cache / "index" / "build-requires" / f"{key}.json" if index.cache else None
+    if path is not None and path.is_file():
+        try:
+            return list(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            pass
+    proj = index._project(name)
+    if not proj:
+        return None
+    sdists = [f for f in proj.get("files", []) if isinstance(f, dict)
+              and str(f.get("filename", "")).endswith((".tar.gz", ".zip", ".tar.bz2"))
+              and _version_of(str(f["filename"])) is not None and _same(_version_of(str(f["filename"])), version)]
+    if not sdists or int(sdists[0].get("size") or 0) > MAX_SDIST:
+        return None
+    body = index.fetch(str(sdists[0].get("url", "")))
+    if not body:
+        return None
+    reqs = read_build_requires(body, str(sdists[0]["filename"]))
+    if reqs is not None and path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}")
+            tmp.write_text(json.dumps(reqs))
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return reqs
+
+
+def _same(a: str | None, b: str) -> bool:
+    try:
+        return a is not None and Version(a) == Version(b)
+    except InvalidVersion:
+        return False
+
+
+def newest_before(index: Index, name: str, spec: str, bound: dt.date) -> str | None:
+    """The newest final release of ``name`` first uploaded before ``bound`` that satisfies
+    ``spec``, or None (unknown, or none)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    proj = index._project(name)
+    if not proj:
+        return None
+    try:
+        sset = SpecifierSet(spec)
+    except InvalidSpecifier:
+        return None
+    first: dict[Version, str] = {}
+    for f in proj.get("files", []):
+        if not isinstance(f, dict) or f.get("yanked") or not f.get("upload-time"):
+            continue
+        v = _version_of(str(f.get("filename", "")))
+        try:
+            vv = Version(v) if v else None
+        except InvalidVersion:
+            vv = None
+        if vv is None or vv.is_prerelease or vv.is_devrelease:
+            continue
+        day = str(f["upload-time"])[:10]
+        if vv not in first or day < first[vv]:
+            first[vv] = day
+    ok = [v for v, day in first.items() if day < bound.isoformat() and sset.contains(v)]
+    return str(max(ok)) if ok else None
+
+
+def constraints(index: Index, sdists: Sequence[tuple[str, str]], bound: dt.date, python: str,
+                exclude: Sequence[str] = ()) -> Bounded:
+    """Date-bounded pins for the declared build requirements of ``sdists`` ((name, version) each).
+    ``exclude``: names never constrained (the sdists themselves: a constraint on a package being
+    installed would fight the lock)."""
+    env = {"python_version": python, "python_full_version": f"{python}.0", "sys_platform": "linux",
+           "platform_system": "Linux", "platform_machine": "x86_64", "implementation_name": "cpython",
+           "os_name": "posix", "platform_python_implementation": "CPython"}
+    skip = {canonicalize_name(n) for n in exclude}
+    wanted: dict[str, list[str]] = {}
+    notes: list[str] = []
+    for name, version in sdists:
+        reqs = _build_requires(index, name, version)
+        if reqs is None:
+            notes.append(f"{name} {version}: build requirements unknown (the index did not give its sdist); "
+                         "unbounded")
+            continue
+        for r in reqs:
+            try:
+                req = Requirement(r)
+            except InvalidRequirement:
+                notes.append(f"{name} {version}: build requirement {r!r} is not PEP 508; unbounded")
+                continue
+            try:
+                if req.marker is not None and not req.marker.evaluate(env):
+                    continue
+            except InvalidMarker:
+                pass
+            key = canonicalize_name(req.name)
+            if key not in skip:
+                wanted.setdefault(key, []).append(str(req.specifier))
+    pins: list[str] = []
+    for key in sorted(wanted):
+        spec = ",".join(s for s in wanted[key] if s)
+        v = newest_before(index, key, spec, bound)
+        if v is None:
+            notes.append(f"{key}{f' {spec}' if spec else ''}: no release before {bound} satisfies it (or the "
+                         "index did not say); unbounded")
+            continue
+        pins.append(f"{key}=={v}")
+    return Bounded(tuple(pins), tuple(notes))
+
+
+__all__ = ["LEGACY", "Bounded", "constraints", "newest_before", "read_build_requires"]

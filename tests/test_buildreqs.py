@@ -1,0 +1,163 @@
+"""Sdists are built with their declared build requirements bounded by the submission's date
+(issue 12): reading [build-system] from an sdist, the newest release before a date, and the
+constraints the local backend hands to pip's isolated build, with a fake index."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import shutil
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from pyrepro import buildreqs, proc
+from pyrepro.backends import local
+from pyrepro.index import Index
+from pyrepro.paths import Paths
+from pyrepro.proc import Completed
+from pyrepro.registry import load_registry
+
+SC = Path(__file__).parent / "scenarios" / "backend"
+
+
+def _targz(files: dict[str, str]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_read_build_requires__declared__legacy_default__zip__unreadable() -> None:
+    decl = _targz({"tinycalc-0.3.0/pyproject.toml": '[build-system]\nrequires = ["setuptools>=40", "cython<3"]\n',
+                   "tinycalc-0.3.0/sub/pyproject.toml": '[build-system]\nrequires = ["other"]\n'})
+    assert buildreqs.read_build_requires(decl, "tinycalc-0.3.0.tar.gz") == ["setuptools>=40", "cython<3"]
+    bare = _targz({"old-1.0/setup.py": "from setuptools import setup\n"})
+    assert buildreqs.read_build_requires(bare, "old-1.0.tar.gz") == list(buildreqs.LEGACY)
+    no_table = _targz({"x-1.0/pyproject.toml": "[tool.black]\nline-length = 100\n"})
+    assert buildreqs.read_build_requires(no_table, "x-1.0.tar.gz") == list(buildreqs.LEGACY)
+    zbuf = io.BytesIO()
+    with zipfile.ZipFile(zbuf, "w") as z:
+        z.writestr("z-2.0/pyproject.toml", '[build-system]\nrequires = ["flit_core>=3.2,<4"]\n')
+    assert buildreqs.read_build_requires(zbuf.getvalue(), "z-2.0.zip") == ["flit_core>=3.2,<4"]
+    assert buildreqs.read_build_requires(b"not an archive", "y-1.0.tar.gz") is None
+
+
+def _listing(name: str, releases: dict[str, str], sdist: str | None = None) -> dict:  # type: ignore[type-arg]
+    files = [{"filename": f"{name}-{v}-py3-none-any.whl", "url": f"https://files/{name}-{v}.whl",
+              "upload-time": f"{day}T10:00:00.000000Z"} for v, day in releases.items()]
+    if sdist:
+        files.append({"filename": sdist, "url": f"https://files/{sdist}", "upload-time": "2020-01-01T00:00:00Z",
+                      "size": 100})
+    return {"name": name, "files": files}
+
+
+def _index(tmp: Path | None) -> tuple[Index, list[str]]:
+    asked: list[str] = []
+    listings = {
+        "tinycalc": _listing("tinycalc", {}, "tinycalc-0.3.0.tar.gz"),
+        "setuptools": _listing("setuptools", {"44.0.0": "2019-12-29", "50.3.2": "2020-10-20", "69.0.0": "2023-11-20",
+                                              "80.0.0rc1": "2020-01-02"}),
+        "cython": _listing("cython", {"0.29.21": "2020-07-09", "3.0.0": "2023-07-17"}),
+    }
+    sdist = _targz({"tinycalc-0.3.0/pyproject.toml":
+                    '[build-system]\nrequires = ["setuptools>=40", "cython<3", "winonly; sys_platform == \'win32\'"]\n'})
+
+    def fetch(url: str) -> bytes | None:
+        asked.append(url)
+        if url.startswith("https://files/tinycalc-0.3.0.tar.gz"):
+            return sdist
+        name = url.rstrip("/").rsplit("/", 1)[-1]
+        return json.dumps(listings[name]).encode() if name in listings else None
+
+    return Index(tmp, fetch), asked
+
+
+def test_newest_before__final_releases_uploaded_before_the_day_that_satisfy_the_spec() -> None:
+    idx, _ = _index(None)
+    assert buildreqs.newest_before(idx, "setuptools", ">=40", dt.date(2021, 1, 15)) == "50.3.2"
+    assert buildreqs.newest_before(idx, "setuptools", "<50", dt.date(2021, 1, 15)) == "44.0.0"
+    assert buildreqs.newest_before(idx, "setuptools", "", dt.date(2019, 1, 1)) is None
+    assert buildreqs.newest_before(idx, "nosuch", "", dt.date(2021, 1, 1)) is None
+
+
+def test_constraints__declared_build_requirements_pinned_to_the_era__cached(tmp_path: Path) -> None:
+    idx, asked = _index(tmp_path)
+    b = buildreqs.constraints(idx, [("tinycalc", "0.3.0")], dt.date(2021, 1, 15), "3.8", exclude=["tinycalc"])
+    assert b.constraints == ("cython==0.29.21", "setuptools==50.3.2")  # winonly: its marker is false here
+    assert b.notes == ()
+    idx2, asked2 = _index(tmp_path)  # a second build: the sdist is not downloaded again
+    assert buildreqs.constraints(idx2, [("tinycalc", "0.3.0")], dt.date(2021, 1, 15), "3.8").constraints == \
+        b.constraints
+    assert not any("files/tinycalc" in u for u in asked2) and any("files/tinycalc" in u for u in asked)
+
+
+def test_constraints__index_unreachable__unbounded_and_said() -> None:
+    b = buildreqs.constraints(Index(None, lambda url: None), [("tinycalc", "0.3.0")], dt.date(2021, 1, 15), "3.8")
+    assert b.constraints == () and "build requirements unknown" in b.notes[0]
+
+
+SDIST_PKG = '''
+[[package]]
+name = "tinycalc"
+version = "0.3.0"
+requires_python = ">=3.7"
+summary = ""
+files = [
+    {file = "tinycalc-0.3.0.tar.gz", hash = "sha256:59b6fad2c04f58b4ea46bb56e839edfd421faaa849d5e32ab1290975b9ef1656"},
+]
+'''
+
+
+def test_build_env__dated_model__isolated_sdist_build_gets_the_era_constraints(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    shutil.copytree(SC / "models", root / "models")
+    mt = root / "models" / "mini" / "model.toml"
+    mt.write_text(mt.read_text().replace('gpu = "none"\n', 'gpu = "none"\nsubmitted = "2021-01-14"\n'))
+    lock = root / "models" / "mini" / "pdm.lock"
+    lock.write_text(lock.read_text() + SDIST_PKG)
+    paths = Paths(root=root, cache=tmp_path / "cache")
+    spec = load_registry(paths.models).get("mini")
+    assert local.build_bound(spec) == dt.date(2021, 1, 15)
+    calls: list[tuple[list[str], str, str]] = []
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[1:4] == ["-m", "pip", "install"]:
+            env = kw.get("env") or {}
+            cons = env.get("PIP_CONSTRAINT", "")
+            calls.append((argv, cons, Path(cons).read_text() if cons and Path(cons).is_file() else ""))
+            if argv[-1].endswith("requirements-sdist.txt") and "--no-build-isolation" not in argv:
+                return Completed(tuple(argv), 1, "", "error: Cython 3 is not supported\n")
+            return Completed(tuple(argv), 0, "", "")
+        return proc.run(cmd, **kw)
+
+    idx, _ = _index(paths.cache)
+    env_dir, _k, _v, _hit = local.build_env(spec, paths, runner=runner, platform="linux-x86_64", index=idx)
+    (_w, w_cons, _), (iso, _i, i_text), (noiso, n_cons, _) = calls
+    assert "--no-build-isolation" not in iso and "--no-build-isolation" in noiso
+    assert w_cons == "/dev/null" and n_cons == "/dev/null"  # the lock decides everything else
+    assert i_text == "cython==0.29.21\nsetuptools==50.3.2\n"
+    info = json.loads((env_dir / local.COMPLETE).read_text())
+    assert info["build_requirements"]["bound"] == "2021-01-15"
+    assert info["build_requirements"]["constraints"] == ["cython==0.29.21", "setuptools==50.3.2"]
+
+
+@pytest.mark.integration
+@pytest.mark.network
+def test_constraints__real_pypi__torch_scatter_built_with_setuptools_and_wheel_of_its_era(tmp_path: Path) -> None:
+    """torch-scatter 2.1.1 is an sdist without [build-system]: pip's legacy default, bounded."""
+    b = buildreqs.constraints(Index(tmp_path), [("torch-scatter", "2.1.1")], dt.date(2023, 5, 23), "3.10",
+                              exclude=["torch-scatter"])
+    pins = dict(c.split("==") for c in b.constraints)
+    assert set(pins) == {"setuptools", "wheel"}, b
+    from packaging.version import Version
+
+    assert Version("67") <= Version(pins["setuptools"]) < Version("68")  # setuptools 67.x was current in May 2023

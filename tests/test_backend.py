@@ -413,3 +413,20 @@ def test_gc_cli__named_model__its_referenced_environment_removed_on_request(
     assert "nosuchmodel" in capsys.readouterr().err
     (env / "bin").mkdir(parents=True)
     assert main(["gc", "--all"]) == 0 and not env.exists()
+
+
+def test_check_imports_cli__zero_modules__a_failure_not_a_pass(world: Paths, capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyrepro.backends import BuiltModel
+    from pyrepro.cli import main
+
+    fake = BuiltModel("mini", "local", world.cache / "env", "k" * 20, world.cache / "src", world.cache / "rt",
+                      "s" * 20, world.cache / "launch", "3.11.9", True, True, 0.1)
+    monkeypatch.setattr(local, "build", lambda spec, paths, **kw: fake)
+    monkeypatch.setattr(run, "check_imports", lambda spec, built, **kw: [])
+    monkeypatch.setenv("PYREPRO_ROOT", str(world.root))
+    monkeypatch.setenv("PYREPRO_CACHE", str(world.cache))
+    assert main(["check-imports", "mini"]) == 11
+    assert "no module to import" in capsys.readouterr().err
+    monkeypatch.setattr(run, "check_imports", lambda spec, built, **kw: [("six", "ok", "")])
+    assert main(["check-imports", "mini"]) == 0

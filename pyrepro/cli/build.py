@@ -100,6 +100,11 @@ def register(app: typer.Typer) -> None:
             emit_json(rec)
         else:
             typer.echo(table([list(r) for r in rows], ["module", "import", "message"]))
+        if not rows:  # an environment that imports nothing proves nothing
+            raise BuildError(f"{spec.name}: the import check had no module to import (the scan found no "
+                             "third-party import and the model has no distributions)",
+                             hint=f"check that models/{spec.name}/model.toml points at the model's code "
+                                  "([source] subdir, [dependencies] scanned)")
         bad = [r for r in rows if r[1] != "ok"]
         if bad:
             raise BuildError(f"{len(bad)} of {len(rows)} modules fail to import in {spec.name}'s environment")

@@ -1,13 +1,16 @@
 """`pyrepro reproduce` over a corpus of real submissions: one row per folder, and totals.
 
 Usage: python bench/reproduce.py CONTRIBUTIONS_DIR [--corpus bench/corpus.toml] [--root DIR]
-                                 [--timeout MIN] [--only a,b] [--markdown OUT.md]
+                                 [--timeout MIN] [--only a,b] [--markdown OUT.md] [--gc]
 
 Each folder runs as `pyrepro reproduce FOLDER --json` in a scratch project (``--root``, default a
 temporary folder with empty models/ and patches/) sharing the user's cache, so environments
 and downloads are reused between runs. A folder that exceeds --timeout minutes is recorded as
 such. Prints one row per folder: the stage reached, the lock category, seconds, and the reason
-it stopped; then how many reached a passing import check.
+it stopped; then how many reached a passing import check. The lock category shown is the one
+that counts (``category`` of the record: set once the environment built; 4 when it did not).
+``--gc`` removes each folder's environment after its row (``pyrepro gc NAME``), so a corpus of
+multi-GB environments fits on a small disk.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--only", default="")
     ap.add_argument("--markdown", type=Path, default=None)
+    ap.add_argument("--gc", action="store_true", help="remove each folder's environment after its row")
     a = ap.parse_args()
     corpus = tomllib.loads(a.corpus.read_text())
     folders = [f for f in corpus["folders"] if not a.only or f in a.only.split(",")]
@@ -64,9 +68,15 @@ def main() -> None:
             reached = stop or "imports ok"
             reason = next((s["detail"] for s in rec["stages"] if s["stage"] == stop), "") if stop else \
                 next((s["detail"] for s in rec["stages"] if s["stage"] == "imports"), "")
-            rows.append([name, rec["python"]["version"], reached, str(lock.get("category") or "-"), f"{dt:.0f}",
+            cat = rec.get("category") or (f"{lock['category']}?" if lock.get("category") else "-")
+            rows.append([name, rec["python"]["version"], reached, str(cat), f"{dt:.0f}",
                          " ".join(reason.split())[:160]])
         print(" | ".join(rows[-1]), flush=True)
+        if a.gc:
+            from pyrepro.reproduce import default_name
+
+            model = rec["name"] if rec else default_name(folder)
+            subprocess.run([pyrepro, "gc", model], capture_output=True, env=env, check=False)
     total = time.perf_counter() - t_all
     ok = sum(1 for r in rows if r[2] == "imports ok")
     head = ["folder", "python", "stopped at", "lock cat", "seconds", "reason / modules imported"]

@@ -430,3 +430,14 @@ def test_check_imports_cli__zero_modules__a_failure_not_a_pass(world: Paths, cap
     assert "no module to import" in capsys.readouterr().err
     monkeypatch.setattr(run, "check_imports", lambda spec, built, **kw: [("six", "ok", "")])
     assert main(["check-imports", "mini"]) == 0
+
+
+def test_gc__named__removes_only_that_model(world: Paths) -> None:
+    """Naming a model removes its entries and nothing else: not another model's unreferenced
+    environment (a cache shared by two projects keeps the other project's environments)."""
+    for n in ("mini-aaaa", "other-bbbb", "minimal-cccc"):
+        (world.cache / "envs" / n).mkdir(parents=True)
+    spec = load_registry(world.models).get("mini")
+    removed = local.gc(world, [spec], remove=("mini",))
+    assert [p.name for p in removed] == ["mini-aaaa"]
+    assert (world.cache / "envs" / "other-bbbb").is_dir() and (world.cache / "envs" / "minimal-cccc").is_dir()

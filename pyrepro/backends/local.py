@@ -477,11 +477,31 @@ def build(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None, runner: 
 STALE_TMP_SECONDS = 24 * 3600
 
 
+def _remove_entries(paths: Paths, names: tuple[str, ...], everything: bool, dry_run: bool) -> list[Path]:
+    """The cached entries of the named models (every non-hidden entry with ``everything``)."""
+    removed = []
+    for sub in ("envs", "staged", "launchers"):
+        d = paths.cache / sub
+        if not d.is_dir():
+            continue
+        for p in sorted(d.iterdir()):
+            if p.name.startswith(".") or not (everything or any(p.name.startswith(f"{n}-") for n in names)):
+                continue
+            removed.append(p)
+            if not dry_run:
+                if p.is_dir():
+                    sources.make_writable(p)
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    p.unlink(missing_ok=True)
+    return removed
+
+
 def gc(paths: Paths, specs: list[ModelSpec], *, dry_run: bool = False, remove: tuple[str, ...] = (),
        everything: bool = False) -> list[Path]:
-    """Remove environments, staged sources and launchers that no registry entry references, and,
-    on request, those of the models named in ``remove`` (or of every model: ``everything``) even
-    though they are referenced (the next build makes them again).
+    """Remove environments, staged sources and launchers that no registry entry references; or,
+    on request, only those of the models named in ``remove`` (or every entry: ``everything``),
+    referenced or not (the next build makes them again).
 
     Hidden entries are temporary build folders (``.<name>-<key>.XXXX``) and helper homes: they are
     left alone unless they are temporary folders older than a day (an interrupted build). A model
@@ -494,12 +514,12 @@ def gc(paths: Paths, specs: list[ModelSpec], *, dry_run: bool = False, remove: t
         if unknown:
             raise NotFoundError(f"no model and no cached environment named {', '.join(unknown)}",
                                 hint="name a model of the registry (pyrepro report lists them)")
+    if remove or everything:
+        return _remove_entries(paths, remove, everything, dry_run)
     keep: set[str] = set()
     keep_prefix: set[str] = set()
     launchers: set[str] = set()
     for s in specs:
-        if everything or s.name in remove:
-            continue  # nothing of it is kept
         try:
             ek = env_key(s)
         except NotFoundError:  # not locked yet: no environment to keep

@@ -131,7 +131,10 @@ def verify_env(env_dir: Path, *, rebuild_hint: str, use_index: bool = True) -> V
     for sp in site_packages(env_dir):
         sps = str(sp)
         listed: set[str] = set()
-        for record in sp.glob("*.dist-info/RECORD"):
+        # a file two distributions both ship (a top-level 'tests/__init__.py') is listed by both
+        # RECORDs, with the hash of whichever was installed last: it must match one of them
+        claims: dict[str, list[str]] = {}
+        for record in sorted(sp.glob("*.dist-info/RECORD")):
             try:
                 rows = list(csv.reader(record.read_text(encoding="utf-8").splitlines()))
             except (OSError, csv.Error, UnicodeDecodeError) as exc:
@@ -145,18 +148,26 @@ def verify_env(env_dir: Path, *, rebuild_hint: str, use_index: bool = True) -> V
                 # scripts in bin/ are outside: their shebang is rewritten when the environment is moved
                 if not rel.endswith(".py") or not digest or not target.startswith(sps + os.sep):
                     continue
-                try:
-                    st = os.stat(target)
-                except OSError:
-                    raise IntegrityError(f"{target}: missing from the environment", hint=rebuild_hint) from None
-                key = _stat_key(st)
-                prev = old.get(target)
-                if prev != [*key, digest] or st.st_ctime_ns / 1e9 > started - RACY:
-                    if _record_hash(Path(target)) != digest:
-                        raise IntegrityError(f"{target}: changed since it was installed", hint=rebuild_hint)
-                    hashed += 1
-                new[target] = [*key, digest]
-                checked += 1
+                claims.setdefault(target, [])
+                if digest not in claims[target]:
+                    claims[target].append(digest)
+        for target, digests in claims.items():
+            try:
+                st = os.stat(target)
+            except OSError:
+                raise IntegrityError(f"{target}: missing from the environment", hint=rebuild_hint) from None
+            key = _stat_key(st)
+            prev = old.get(target)
+            if prev is not None and prev[:4] == key and prev[4] in digests and st.st_ctime_ns / 1e9 <= started - RACY:
+                digest = prev[4]
+            else:
+                got = _record_hash(Path(target))
+                if got not in digests:
+                    raise IntegrityError(f"{target}: changed since it was installed", hint=rebuild_hint)
+                digest = got
+                hashed += 1
+            new[target] = [*key, digest]
+            checked += 1
         for dirpath, dirnames, filenames in os.walk(sps):
             dirnames[:] = [d for d in dirnames if d not in _SKIP_PARTS]
             for n in filenames:

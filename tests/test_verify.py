@@ -71,3 +71,29 @@ def test_verify_env__tampered_index__files_hashed_again(tmp_path: Path, monkeypa
     verify.verify_env(env, rebuild_hint="rebuild")
     (env / verify.STAT_INDEX).write_text("{not json")
     assert "5 hashed now" in verify.verify_env(env, rebuild_hint="rebuild").scope
+
+
+def _rec(body: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(body).digest()).rstrip(b"=").decode()
+
+
+def test_verify_env__file_two_distributions_ship__matches_the_last_installed(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen on kgcnn's environment: two wheels both ship a top-level tests/__init__.py; the second
+    install overwrote the first, so one RECORD's hash no longer matches. That is how pip installs,
+    not tampering: the file must match one of the RECORDs that list it, and nothing else."""
+    env, sp = _env(tmp_path, 1)
+    (sp / "tests").mkdir()
+    first, second = b"# from a\n", b"# from b, installed later\n"
+    (sp / "tests" / "__init__.py").write_bytes(second)
+    for dist, body in (("a-1.0", first), ("b-2.0", second)):
+        (sp / f"{dist}.dist-info").mkdir()
+        (sp / f"{dist}.dist-info" / "RECORD").write_text(f"tests/__init__.py,{_rec(body)},{len(body)}\n")
+    _age(sp, monkeypatch)
+    ok = verify.verify_env(env, rebuild_hint="rebuild")
+    assert ok.files == 2
+    assert "0 hashed now" in verify.verify_env(env, rebuild_hint="rebuild").scope  # the index keeps the match
+    time.sleep(0.01)
+    (sp / "tests" / "__init__.py").write_bytes(b"import os  # injected\n")
+    with pytest.raises(IntegrityError, match="tests/__init__.py: changed since it was installed"):
+        verify.verify_env(env, rebuild_hint="rebuild")

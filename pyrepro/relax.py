@@ -157,28 +157,39 @@ def _release(v: str) -> tuple[int, ...] | None:
 
 
 def nearest_version(wanted: str, available: Iterable[str]) -> str | None:
-    """The available final release closest to ``wanted`` (by release-segment distance;
-    ties go to the older one, which is closer to the authors' era)."""
+    """The available final release closest to ``wanted``: one of its two neighbours in version
+    order (the newest older one, the oldest newer one), the one with the smaller release-segment
+    distance (the first differing segment dominates); ties go to the older one, which is closer
+    to the authors' era. ``0.24.1`` among ``1.1.3 ... 1.7.0`` is ``1.1.3``, never ``1.7.0``."""
     w = _release(wanted)
     if w is None:
         return None
-    best: tuple[tuple[int, ...], Version] | None = None
+    want = Version(wanted)
+    below: Version | None = None
+    above: Version | None = None
     for a in available:
         try:
             av = Version(a)
         except InvalidVersion:
             continue
-        if av.is_prerelease or av.is_devrelease or av == Version(wanted):
+        if av.is_prerelease or av.is_devrelease or av == want:
             continue
-        width = max(len(w), len(av.release))
+        if av < want and (below is None or av > below):
+            below = av
+        elif av > want and (above is None or av < above):
+            above = av
+
+    def dist(v: Version) -> tuple[int, ...]:
+        width = max(len(w), len(v.release))
         ww = w + (0,) * (width - len(w))
-        aa = av.release + (0,) * (width - len(av.release))
-        # lexicographic distance: the first differing segment dominates
-        dist = tuple(abs(x - y) for x, y in zip(ww, aa, strict=True))
-        key = (dist, av)
-        if best is None or key[0] < best[0] or (key[0] == best[0] and av < best[1]):
-            best = key
-    return str(best[1]) if best is not None else None
+        vv = v.release + (0,) * (width - len(v.release))
+        return tuple(abs(x - y) for x, y in zip(ww, vv, strict=True))
+
+    if below is None or above is None:
+        best = below or above
+    else:
+        best = below if dist(below) <= dist(above) else above
+    return str(best) if best is not None else None
 
 
 def strip_local(spec_version: str) -> str:

@@ -162,3 +162,16 @@ def test_init__conda_style_pins__valid_pep440_pins(write_files: Write, tmp_path:
     doc = _init(root / "sub", tmp_path / "models", "--offline")
     pins = {p["name"]: p["spec"] for p in doc["dependencies"].get("pins", [])}
     assert pins == {"annotated-types": "==0.6.0", "numpy": "==1.26.*"}
+
+
+@pytest.mark.integration
+@pytest.mark.network
+def test_init__real_pypi__2021_pins__newest_python_with_wheels_for_all(write_files: Write, tmp_path: Path) -> None:
+    """The failure class as observed: 2021 pins (scikit-learn 0.24.1, numpy 1.20.1) have no
+    wheels for 3.10+, so init must not pick 3.10 by default; real PyPI decides 3.9."""
+    root = write_files({"sub/run.py": "import sklearn\nimport numpy\n",
+                        "sub/requirements.txt": "scikit-learn==0.24.1\nnumpy==1.20.1\n",
+                        "sub/metadata.json": json.dumps({"date_submitted": "2023-06-01"})})
+    doc = _init(root / "sub", tmp_path / "models")
+    assert doc["python"] == "3.9", doc["python_reason"]
+    assert "wheels for all 2 exact pins" in doc["python_reason"]

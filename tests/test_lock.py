@@ -447,3 +447,31 @@ def test_lock_request__failed_attempt__records_the_conflict_not_the_noise(tmp_pa
     out = lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=runner, python_exe=Path("/usr/bin/python3"))
     assert out.category == 4
     assert all("following conflicts" in a.error and "Traceback" not in a.error for a in out.attempts)
+
+
+def test_nearest_version__across_a_major__the_adjacent_release_not_the_segment_closest() -> None:
+    cp311 = ["1.1.3", "1.2.0", "1.3.2", "1.5.1", "1.7.0"]  # scikit-learn releases with CPython 3.11 wheels
+    assert relax.nearest_version("0.24.1", cp311) == "1.1.3"
+    assert relax.nearest_version("0.1.10", ["0.1.9", "0.1.11", "0.2.1"]) == "0.1.9"  # a tie: the older
+    assert relax.nearest_version("2.0", ["1.0", "1.9", "5.0"]) == "1.9"
+    assert relax.nearest_version("1.0", []) is None
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_V = st.tuples(st.integers(0, 5), st.integers(0, 30), st.integers(0, 12)).map(lambda t: f"{t[0]}.{t[1]}.{t[2]}")
+
+
+@given(wanted=_V, available=st.lists(_V, max_size=12))
+def test_nearest_version__any_releases__a_neighbour_of_the_wanted_one(wanted: str, available: list[str]) -> None:
+    from packaging.version import Version
+
+    got = relax.nearest_version(wanted, available)
+    others = sorted({Version(a) for a in available} - {Version(wanted)})
+    if not others:
+        assert got is None
+        return
+    below = [v for v in others if v < Version(wanted)]
+    above = [v for v in others if v > Version(wanted)]
+    assert Version(got) in ({below[-1]} if below else set()) | ({above[0]} if above else set())  # type: ignore[arg-type]

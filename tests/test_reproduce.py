@@ -268,3 +268,19 @@ def test_reproduction_category__unconfirmed_until_build_ok() -> None:
     assert reproduce.Reproduction("m", "f", (lock_ok, built)).category == 1
     failed = reproduce.Stage("lock", "failed", 1.0, "x", category=4)
     assert reproduce.Reproduction("m", "f", (failed,)).category == 4
+
+
+@pytest.mark.integration
+@pytest.mark.network
+def test_wheel_instead__real_pypi__2021_sklearn_on_311__the_first_release_with_a_cp311_wheel(tmp_path: Path) -> None:
+    """scikit-learn 0.24.1 has no CPython 3.11 wheel (its sdist does not build there): the nearest
+    release with one, asked of real PyPI, is 1.1.3, the first with cp311 wheels."""
+    import types
+
+    from pyrepro.errors import SdistBuildError
+    from pyrepro.index import WheelIndex
+
+    spec = types.SimpleNamespace(python="3.11")
+    exc = SdistBuildError("scikit-learn did not build", packages=(("scikit-learn", "0.24.1"),))
+    steps, why = reproduce.wheel_instead(spec, exc, WheelIndex(tmp_path))
+    assert why == "" and [(s.before, s.after) for s in steps] == [("scikit-learn==0.24.1", "scikit-learn==1.1.3")]

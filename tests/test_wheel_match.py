@@ -172,3 +172,17 @@ def test_vcs_source__forms(spec: str, want: tuple[str, str, str] | None) -> None
     from pyrepro.scan.metadata import vcs_source
 
     assert vcs_source(spec) == want
+
+
+@pytest.mark.integration
+@pytest.mark.network
+def test_init__real_pypi__import_fitz_with_pymupdf_declared__mapped_by_its_wheel(
+        write_files: Write, tmp_path: Path, isolated_cache: Path) -> None:
+    """Against real PyPI: 'import fitz' is in no name table; PyMuPDF==1.23.8 is declared, and its
+    wheel's file list (read by range requests) shows it ships fitz."""
+    root = write_files({"sub/run.py": "import fitz\n", "sub/requirements.txt": "PyMuPDF==1.23.8\n"})
+    doc = _init(root / "sub", tmp_path / "models")
+    assert doc["mapping"]["fitz"]["distribution"] == "pymupdf"
+    assert "PyMuPDF-1.23.8-" in doc["mapping"]["fitz"]["reason"] and "ships the top-level module fitz" in \
+        doc["mapping"]["fitz"]["reason"]
+    assert doc["dependencies"]["scanned"] == ["pymupdf"]

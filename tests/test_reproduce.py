@@ -284,3 +284,18 @@ def test_wheel_instead__real_pypi__2021_sklearn_on_311__the_first_release_with_a
     exc = SdistBuildError("scikit-learn did not build", packages=(("scikit-learn", "0.24.1"),))
     steps, why = reproduce.wheel_instead(spec, exc, WheelIndex(tmp_path))
     assert why == "" and [(s.before, s.after) for s in steps] == [("scikit-learn==0.24.1", "scikit-learn==1.1.3")]
+
+
+def test_failed_sdists__isolated_attempt_names_one__the_retry_without_isolation_does_not_blame_the_rest() -> None:
+    """Real pip outputs: in isolation only mpi4py fails (no MPI compiler); the retry without
+    isolation fails before naming anyone (a bare environment has no 'wheel'). Only mpi4py is the
+    sdist that does not build; future and msgpack built fine and keep their locked versions."""
+    from pyrepro.backends.local import Locked, failed_sdists
+
+    data = Path(__file__).parent / "data" / "pip"
+    iso = (data / "mpi4py_isolated_build_fails.txt").read_text()
+    noiso = (data / "no_isolation_bare_env_fails.txt").read_text()
+    group = [Locked("future", "0.18.3", ("sha256:0",), True), Locked("mpi4py", "3.1.4", ("sha256:1",), True),
+             Locked("msgpack", "1.0.4", ("sha256:2",), True)]
+    assert failed_sdists(group, iso, noiso) == (("mpi4py", "3.1.4"),)
+    assert failed_sdists(group, "no names here", noiso) == tuple((p.name, p.version) for p in group)

@@ -286,7 +286,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                         "without a wheel for this Python are the usual causes")
                 if group is sdists:
                     raise SdistBuildError(f"installing {what} of {spec.name} failed: " + "; then ".join(failures),
-                                          packages=failed_sdists(group, "\n".join(failures)), hint=hint)
+                                          packages=failed_sdists(group, *failures), hint=hint)
                 raise BuildError(f"installing {what} of {spec.name} failed: " + "; then ".join(failures), hint=hint)
         progress.advance(label, len(pkgs), "installed")
         for src in extra_pkgs:
@@ -398,9 +398,20 @@ def _discard(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def failed_sdists(group: list[Locked], pip_output: str) -> tuple[tuple[str, str], ...]:
+def failed_sdists(group: list[Locked], *pip_outputs: str) -> tuple[tuple[str, str], ...]:
     """Which of the sdists pip tried to build failed: the ones pip names ("Failed to build x y",
-    "Building wheel for x ... error", "Getting requirements to build wheel ... for x"), else all."""
+    "Building wheel for x ... error", "Getting requirements to build wheel ... for x"), else all.
+    Several outputs are the attempts in order (isolated build first): the first that names any
+    decides, since a retry without isolation also fails for sdists that built fine in isolation
+    (no Cython or wheel in a bare environment) and must not make them look broken."""
+    for out in pip_outputs:
+        hit = _named_failures(group, out)
+        if hit:
+            return hit
+    return tuple((p.name, p.version) for p in group)
+
+
+def _named_failures(group: list[Locked], pip_output: str) -> tuple[tuple[str, str], ...]:
     from packaging.utils import canonicalize_name
 
     named: set[str] = set()
@@ -410,8 +421,7 @@ def failed_sdists(group: list[Locked], pip_output: str) -> tuple[tuple[str, str]
     for m in re.finditer(r"(?:Building wheel|Preparing metadata|Getting requirements to build wheel)"
                          r"[^\n]*? for ([A-Za-z0-9._-]+)[^\n]*(?:error|did not run successfully)", pip_output):
         named.add(canonicalize_name(m.group(1)))
-    hit = tuple((p.name, p.version) for p in group if canonicalize_name(p.name) in named)
-    return hit or tuple((p.name, p.version) for p in group)
+    return tuple((p.name, p.version) for p in group if canonicalize_name(p.name) in named)
 
 
 def _bounded_build_requirements(spec: ModelSpec, sdists: list[Locked], paths: Paths, index: Any) -> Any:

@@ -225,7 +225,9 @@ def record_build(project_dir: Path, *, env_key: str, python: str, error: str = "
         return False
     new: dict[str, Any] = {"ok": not error, "env_key": env_key, "python": python}
     if error:
-        new["error"] = error.strip().splitlines()[0][:300] if error.strip() else "failed"
+        lines = [ln.strip() for ln in error.strip().splitlines() if ln.strip()]
+        why = [ln for ln in lines[1:] if ln.startswith(("Failed to build", "ERROR:", "error:")) or "did not build" in ln]
+        new["error"] = "\n".join([lines[0][:300], *dict.fromkeys(w[:200] for w in why)][:6]) if lines else "failed"
     cur = doc.get("built")
     if isinstance(cur, dict) and all(cur.get(k) == v for k, v in new.items()) and len(cur) == len(new) + 1:
         return False

@@ -298,4 +298,6 @@ def test_failed_sdists__isolated_attempt_names_one__the_retry_without_isolation_
     group = [Locked("future", "0.18.3", ("sha256:0",), True), Locked("mpi4py", "3.1.4", ("sha256:1",), True),
              Locked("msgpack", "1.0.4", ("sha256:2",), True)]
     assert failed_sdists(group, iso, noiso) == (("mpi4py", "3.1.4"),)
-    assert failed_sdists(group, "no names here", noiso) == tuple((p.name, p.version) for p in group)
+    # an isolated attempt that names no one: the retry's failed metadata step names mpi4py
+    assert failed_sdists(group, "no names here", noiso) == (("mpi4py", "3.1.4"),)
+    assert failed_sdists(group, "no names here", "nor here") == tuple((p.name, p.version) for p in group)

@@ -421,6 +421,15 @@ def _named_failures(group: list[Locked], pip_output: str) -> tuple[tuple[str, st
     for m in re.finditer(r"(?:Building wheel|Preparing metadata|Getting requirements to build wheel)"
                          r"[^\n]*? for ([A-Za-z0-9._-]+)[^\n]*(?:error|did not run successfully)", pip_output):
         named.add(canonicalize_name(m.group(1)))
+    # "Collecting x==1.0" ... "Preparing metadata (pyproject.toml): finished with status 'error'":
+    # pip names the package only on the Collecting line before the failed step
+    current = ""
+    for line in pip_output.splitlines():
+        cm = re.match(r"\s*Collecting ([A-Za-z0-9][A-Za-z0-9._-]*)", line)
+        if cm:
+            current = canonicalize_name(cm.group(1))
+        elif current and "finished with status 'error'" in line:
+            named.add(current)
     return tuple((p.name, p.version) for p in group if canonicalize_name(p.name) in named)
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
-import os
 import tarfile
 import tomllib
 import zipfile
@@ -32,7 +31,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from pyrepro.index import Index, _version_of
+from pyrepro.index import Index, _cache_write, _version_of
 
 LEGACY = ("setuptools>=40.8.0", "wheel")  # pip's default for an sdist without [build-system]
 MAX_SDIST = 200 * 1024 * 1024
@@ -97,13 +96,7 @@ def _build_requires(index: Index, name: str, version: str) -> list[str] | None:
         return None
     reqs = read_build_requires(body, str(sdists[0]["filename"]))
     if reqs is not None and path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}")
-            tmp.write_text(json.dumps(reqs))
-            os.replace(tmp, path)
-        except OSError:
-            pass
+        _cache_write(path, reqs)
     return reqs
 
 

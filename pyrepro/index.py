@@ -8,6 +8,7 @@ in ``<cache>/index/`` (a release's files never change), so a second ask is offli
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -31,6 +32,14 @@ def _urllib_fetch(url: str) -> bytes | None:
             return body
     except (urllib.error.URLError, OSError, ValueError):
         return None
+
+
+def _cache_write(path: Path, data: object) -> None:
+    """Keep an answer in the index cache; a cache that cannot be written is asked again next time."""
+    from pyrepro.fsutil import atomic_write_text
+
+    with contextlib.suppress(OSError):
+        atomic_write_text(path, json.dumps(data))
 
 
 def _version_of(filename: str) -> str | None:
@@ -95,13 +104,7 @@ class Index:
         if not files:
             return None  # no such release: nothing to say
         if path is not None:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f".{path.name}.{os.getpid()}")
-                tmp.write_text(json.dumps(files))
-                os.replace(tmp, path)
-            except OSError:
-                pass
+            _cache_write(path, files)
         return files
 
     def has_wheel(self, name: str, version: str, python: str) -> bool | None:
@@ -295,11 +298,5 @@ class WheelIndex(Index):
             return None
         tops = top_levels_of(names)
         if path is not None:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f".{path.name}.{os.getpid()}")
-                tmp.write_text(json.dumps(sorted(tops)))
-                os.replace(tmp, path)
-            except OSError:
-                pass
+            _cache_write(path, sorted(tops))
         return tops, fname

@@ -496,15 +496,16 @@ def build(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None, runner: 
 STALE_TMP_SECONDS = 24 * 3600
 
 
-def _remove_entries(paths: Paths, names: tuple[str, ...], everything: bool, dry_run: bool) -> list[Path]:
-    """The cached entries of the named models (every non-hidden entry with ``everything``)."""
+def _sweep(paths: Paths, doomed: Any, dry_run: bool) -> list[Path]:
+    """Remove (or list, ``dry_run``) the cached environments, staged sources and launchers for
+    which ``doomed(sub, path)`` holds."""
     removed = []
     for sub in ("envs", "staged", "launchers"):
         d = paths.cache / sub
         if not d.is_dir():
             continue
         for p in sorted(d.iterdir()):
-            if p.name.startswith(".") or not (everything or any(p.name.startswith(f"{n}-") for n in names)):
+            if not doomed(sub, p):
                 continue
             removed.append(p)
             if not dry_run:
@@ -533,8 +534,9 @@ def gc(paths: Paths, specs: list[ModelSpec], *, dry_run: bool = False, remove: t
         if unknown:
             raise NotFoundError(f"no model and no cached environment named {', '.join(unknown)}",
                                 hint="name a model of the registry (pyrepro report lists them)")
-    if remove or everything:
-        return _remove_entries(paths, remove, everything, dry_run)
+    if remove or everything:  # on request: the named models' entries (every entry with --all), nothing else
+        return _sweep(paths, lambda sub, p: not p.name.startswith(".") and (
+            everything or any(p.name.startswith(f"{n}-") for n in remove)), dry_run)
     keep: set[str] = set()
     keep_prefix: set[str] = set()
     launchers: set[str] = set()
@@ -552,25 +554,12 @@ def gc(paths: Paths, specs: list[ModelSpec], *, dry_run: bool = False, remove: t
         if ek is not None:
             keep.add(f"{s.name}-{ek}")
             launchers.add(f"{s.name}-{ek[:10]}-{sk[:10]}")
-    removed = []
     now = time.time()
-    for sub in ("envs", "staged", "launchers"):
-        d = paths.cache / sub
-        if not d.is_dir():
-            continue
-        for p in sorted(d.iterdir()):
-            if p.name.startswith("."):
-                is_tmp = p.name.count(".") >= 2 and p.is_dir()
-                if not (is_tmp and now - p.stat().st_mtime > STALE_TMP_SECONDS):
-                    continue
-            elif (p.name in (launchers if sub == "launchers" else keep)
-                  or any(p.name.startswith(k) for k in keep_prefix)):
-                continue
-            removed.append(p)
-            if not dry_run:
-                if p.is_dir():
-                    sources.make_writable(p)
-                    shutil.rmtree(p, ignore_errors=True)
-                else:
-                    p.unlink(missing_ok=True)
-    return removed
+
+    def unreferenced(sub: str, p: Path) -> bool:
+        if p.name.startswith("."):  # a temporary build folder, only when an interrupted build left it a day ago
+            return p.name.count(".") >= 2 and p.is_dir() and now - p.stat().st_mtime > STALE_TMP_SECONDS
+        return not (p.name in (launchers if sub == "launchers" else keep)
+                    or any(p.name.startswith(k) for k in keep_prefix))
+
+    return _sweep(paths, unreferenced, dry_run)

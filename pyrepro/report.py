@@ -193,7 +193,7 @@ def model_status(spec: Any, paths: Paths) -> dict[str, Any]:
         from pyrepro.lock import read_record
 
         rec = read_record(spec.dir) or {}  # a broken record is a located InputError (file and line)
-        from pyrepro.lock import confirmed_category
+        from pyrepro.lockrecord import confirmed_category
 
         confirmed, confirmed_label = confirmed_category(rec)
         lock = {"category": rec.get("category"), "label": rec.get("category_label"), "strategy": rec.get("strategy"),

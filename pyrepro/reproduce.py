@@ -387,9 +387,12 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
             from pyrepro.errors import BuildError
 
             first = bad[0]
+            # an import no PyPI distribution provides carries its own reason in model.toml's notes
+            known = re.search(rf"unresolved import {re.escape(first[0])}: ([^\n]+)", spec.notes or "")
             exc3 = BuildError(f"{len(bad)} of {len(rows)} modules fail to import: {first[0]}: {first[2][:200]}",
-                              hint="pin the failing distribution to a release of the submission's time in "
-                                   "model.toml ([[dependencies.pins]]), relock and rerun")
+                              hint=(f"{first[0]} is {known.group(1)}" if known else
+                                    "pin the failing distribution to a release of the submission's time in "
+                                    "model.toml ([[dependencies.pins]]), relock and rerun"))
             stages.append(Stage("imports", "failed", clock() - t0, str(exc3), exc3.hint or ""))
             return done(exc3)
         stages.append(Stage("imports", "ok", clock() - t0, f"{len(rows)} modules import: "

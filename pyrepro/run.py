@@ -581,10 +581,12 @@ def scanned_modules(spec: ModelSpec, built: BuiltModel) -> list[str]:
     runtime = {p.stem for p in built.runtime_dir.iterdir()} if built.runtime_dir.is_dir() else set()
     # distributions removed by review (model.toml dependencies.remove) belong to scripts the run never uses
     removed = {canonicalize_name(d) for d in spec.dependencies.remove}
-    # a guessed name (no mapping knows the module) is still checked: the build decides whether it imports
+    # a guessed name (no mapping knows the module) is still checked: the build decides whether it
+    # imports; so is an import no distribution provides (resolved_with "unresolved": a git-only
+    # project), which then fails the check with its name instead of passing unseen
     return sorted({r.module for r in res.imports
-                   if (dist := r.distribution or r.guess) and not r.optional and r.module not in runtime
-                   and canonicalize_name(dist) not in removed})
+                   if (dist := r.distribution or r.guess or (r.module if r.resolved_with == "unresolved" else None))
+                   and not r.optional and r.module not in runtime and canonicalize_name(dist) not in removed})
 
 
 def check_imports(spec: ModelSpec, built: BuiltModel, *, modules: Sequence[str] = (),

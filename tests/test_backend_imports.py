@@ -50,3 +50,18 @@ def test_import_probe__top_level_names_no_module__skipped_but_explicit_tried(tmp
                           env={**os.environ, "PYTHONPATH": str(site)}, check=True)
     rows = json.loads(done.stdout.strip().splitlines()[-1])
     assert [r[:2] for r in rows] == [["libfake_explicit", "error"], ["fakemod", "ok"]]
+
+
+def test_scanned_modules__import_no_distribution_provides__checked_not_skipped(tmp_path: Path) -> None:
+    """Seen on ocp_schnet_10k: 'ocpmodels' is git-only (the name table's [unresolved]); the import
+    check must try it, so a reproduction fails there with its name instead of passing unseen."""
+    from pyrepro.backends import BuiltModel
+
+    src, rt = tmp_path / "src", tmp_path / "rt"
+    src.mkdir()
+    rt.mkdir()
+    (src / "run.py").write_text("import six\nimport ocpmodels\nfrom ocpmodels.models import SchNet\n")
+    spec = load_registry(SC / "models").get("mini")
+    built = BuiltModel("mini", "local", tmp_path / "env", "k" * 20, src, rt, "s" * 20, tmp_path / "l", "3.11.9",
+                       True, True, 0.0)
+    assert run.scanned_modules(spec, built) == ["ocpmodels", "six"]

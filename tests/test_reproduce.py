@@ -301,3 +301,26 @@ def test_failed_sdists__isolated_attempt_names_one__the_retry_without_isolation_
     # an isolated attempt that names no one: the retry's failed metadata step names mpi4py
     assert failed_sdists(group, "no names here", noiso) == (("mpi4py", "3.1.4"),)
     assert failed_sdists(group, "no names here", "nor here") == tuple((p.name, p.version) for p in group)
+
+
+def test_reproduce__git_only_import__imports_stage_fails_naming_it_and_what_to_do(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ocp_schnet_10k's case: 'ocpmodels' is not on PyPI. The reproduction must stop at the import
+    check naming it, with the name table's advice as the next step, not pass on the rest."""
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+
+    root = write_files({"sub/run.py": "import numpy\nimport ocpmodels\n"})
+    monkeypatch.setattr(local, "build", lambda spec, paths, **kw: BuiltModel(
+        spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt", "s" * 20,
+        paths.cache / "launch", "3.11.9", True, True, 0.1))
+    monkeypatch.setattr(lock, "lock_model", lambda spec, paths, **kw: lock.LockOutcome(
+        spec.name, 1, "as-declared", (), (), (), (), (), (), 1.0, spec.python, ("x",), 1, "sha256:0", None,
+        spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok"))
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["numpy", "ocpmodels"])
+    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [
+        ("numpy", "ok", ""), ("ocpmodels", "error", "ModuleNotFoundError: No module named 'ocpmodels'")])
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=False)
+    imp = next(s for s in res.stages if s.name == "imports")
+    assert imp.status == "failed" and "ocpmodels" in imp.detail
+    assert "pin it as an extra source" in imp.next_step and "Open Catalyst" in imp.next_step

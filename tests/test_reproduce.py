@@ -298,6 +298,12 @@ def test_failed_sdists__isolated_attempt_names_one__the_retry_without_isolation_
     group = [Locked("future", "0.18.3", ("sha256:0",), True), Locked("mpi4py", "3.1.4", ("sha256:1",), True),
              Locked("msgpack", "1.0.4", ("sha256:2",), True)]
     assert failed_sdists(group, iso, noiso) == (("mpi4py", "3.1.4"),)
+    # several sdists collected in one install (as snap_mlearn's): the wheel that failed is mpi4py's,
+    # not the last one collected before the builds started
+    joint = iso.replace("Building wheels for collected packages",
+                        "Collecting msgpack==1.0.4\n  Preparing metadata (pyproject.toml): finished with status 'done'\n"
+                        "Building wheels for collected packages", 1)
+    assert failed_sdists(group, joint, noiso) == (("mpi4py", "3.1.4"),)
     # an isolated attempt that names no one: the retry's failed metadata step names mpi4py
     assert failed_sdists(group, "no names here", noiso) == (("mpi4py", "3.1.4"),)
     assert failed_sdists(group, "no names here", "nor here") == tuple((p.name, p.version) for p in group)

@@ -423,12 +423,15 @@ def _named_failures(group: list[Locked], pip_output: str) -> tuple[tuple[str, st
         named.add(canonicalize_name(m.group(1)))
     # "Collecting x==1.0" ... "Preparing metadata (pyproject.toml): finished with status 'error'":
     # pip names the package only on the Collecting line before the failed step
+    # (a failed "Building wheel for x" names x itself, and comes after every Collecting line)
     current = ""
     for line in pip_output.splitlines():
         cm = re.match(r"\s*Collecting ([A-Za-z0-9][A-Za-z0-9._-]*)", line)
         if cm:
             current = canonicalize_name(cm.group(1))
-        elif current and "finished with status 'error'" in line:
+        elif line.startswith("Building wheels for collected packages"):
+            current = ""
+        elif current and "finished with status 'error'" in line and not re.search(r" for [A-Za-z0-9]", line):
             named.add(current)
     return tuple((p.name, p.version) for p in group if canonicalize_name(p.name) in named)
 

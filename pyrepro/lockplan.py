@@ -132,7 +132,10 @@ def start(declared: Sequence[str], *, first: Strategy = "as-declared", era_bound
 
 
 def _pinned_not_found(problems: Sequence[relax.Problem], reqs: Sequence[str]) -> list[tuple[str, str, str]]:
-    """(package, version, requirement) of exact pins the resolver said it could not find."""
+    """(package, version, requirement) of direct requirements the resolver said it could not find:
+    an exact pin gives its version; any other requirement gives "" (the project's first release:
+    a package that did not exist yet at the submission date, like a tool the authors published
+    after the date their metadata gives)."""
     out = []
     for p in problems:
         if p.kind != "not-found" or not p.package:
@@ -141,13 +144,15 @@ def _pinned_not_found(problems: Sequence[relax.Problem], reqs: Sequence[str]) ->
             v = relax.pinned_version(reqs[i])
             if v is not None and "*" not in v:
                 out.append((p.package, relax.strip_local(v), reqs[i]))
+            elif v is None:
+                out.append((p.package, "", reqs[i]))
     return out
 
 
 def later_bound(problems: Sequence[relax.Problem], reqs: Sequence[str], bound: str,
                 uploaded: Mapping[tuple[str, str], dt.date | None]) -> tuple[str, str] | None:
-    """A date bound that hides an exactly pinned release (the resolver says "not found" for it)
-    moves to the day after that release was uploaded: (new bound, why), or None."""
+    """A date bound that hides an exactly pinned release, or a whole project first published after
+    it (the resolver says "not found"), moves to the day after that upload: (new bound, why), or None."""
     try:
         current = dt.date.fromisoformat(bound)
     except ValueError:
@@ -159,7 +164,8 @@ def later_bound(problems: Sequence[relax.Problem], reqs: Sequence[str], bound: s
             continue
         new = day + dt.timedelta(days=1)
         if best is None or new > best[0]:
-            best = (new, f"{req} was released {day.isoformat()}, after the submission date bound")
+            what = f"{req} was released" if version else f"{pkg} was first published"
+            best = (new, f"{what} {day.isoformat()}, after the submission date bound")
     if best is None:
         return None
     return best[0].isoformat(), best[1]

@@ -280,8 +280,13 @@ def test_later_bound__real_kgcnn_message__bound_after_pin_upload() -> None:
     moved = lock._later_bound(probs, ("kgcnn==3.0.1", "numpy<1.24"), "2023-05-07", runner=runner)
     assert moved is not None and moved[0] == "2023-05-23" and "kgcnn==3.0.1" in moved[1]
     assert runner.calls[0][0][-3:] == ("kgcnn", "3.0.1", "https://pypi.org/simple")
-    # an unpinned requirement is not the date bound's fault
-    assert lock._later_bound(probs, ("kgcnn",), "2023-05-07", runner=runner) is None
+    # an unpinned requirement: the bound moves only when the whole project was first published after it
+    first_2020 = FakeRunner().on([lock.sys.executable, "-c"], "2020-11-01\n")
+    assert lock._later_bound(probs, ("kgcnn",), "2023-05-07", runner=first_2020) is None
+    assert first_2020.calls[0][0][-3:] == ("kgcnn", "", "https://pypi.org/simple")
+    first_later = FakeRunner().on([lock.sys.executable, "-c"], "2024-12-02\n")  # chipsff's case in the corpus
+    moved2 = lock._later_bound(probs, ("kgcnn",), "2023-05-07", runner=first_later)
+    assert moved2 is not None and moved2[0] == "2024-12-03" and "kgcnn was first published 2024-12-02" in moved2[1]
 
 
 def test_bench_lock__records__seconds_per_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -261,3 +261,19 @@ def test_lock_request__real_pdm__declared_pins_conflict_on_numpy__relaxed_to_a_l
     assert out.steps and all(s.package == "pandas" for s in out.steps)
     assert lock.read_lock_versions((d / "pdm.lock").read_text())["tensorflow"] == "2.4.0"
     assert lock.check_lock_dir(d) == []
+
+
+def test_plan__project_first_published_after_the_bound__bound_moves_past_its_first_release() -> None:
+    """mlearn_analysis_Cu_mace: its metadata says 2024-11-22, but it imports chipsff, first published
+    2024-12-11; date-bounded, the resolver cannot find chipsff at all. The bound moves past chipsff's
+    first upload instead of giving up with no rule."""
+    text = "[CandidateNotFound]: Unable to find candidates for chipsff. There may exist some issues with the package name"
+    sit = lockplan.start(("chipsff", "numpy"), first="date-bounded", era_bound="2024-11-23")
+    m = lockplan.next_move(sit)
+    sit = sit.after(m, _fail(m, text))  # type: ignore[arg-type]
+    ask = lockplan.next_move(sit)
+    assert isinstance(ask, lockplan.LookUp) and ask.uploads == (("chipsff", ""),)
+    sit = sit.learn(uploaded={("chipsff", ""): dt.date(2024, 12, 11)})
+    move = lockplan.next_move(sit)
+    assert isinstance(move, lockplan.Try) and move.bound == "2024-12-12" and move.requirements == ("chipsff", "numpy")
+    assert "chipsff was first published 2024-12-11" in move.bound_note

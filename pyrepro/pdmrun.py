@@ -102,8 +102,9 @@ def _lock_args(python: str, platform: str, exclude_newer: str | None) -> list[st
 TRANSIENT = re.compile(r"database is locked|Connection (?:reset|refused|aborted)|Temporary failure in name resolution"
                        r"|Read timed out|RemoteDisconnected|ConnectTimeout|HTTP(?:Status)?Error:? 5\d\d|"
                        r"Max retries exceeded|IncompleteRead|SSLError", re.I)
-TRANSIENT_RETRIES = 2
-TRANSIENT_PAUSE = 5.0
+TRANSIENT_RETRIES = 5
+TRANSIENT_PAUSE = 5.0  # seconds before the first retry, doubled before each next one (5 ... 80 s)
+_CACHE_BUSY = re.compile(r"database is locked", re.I)
 
 
 def _run_pdm(workdir: Path, python: str, exclude_newer: str | None, *, runner: Runner,
@@ -123,7 +124,13 @@ def _run_pdm(workdir: Path, python: str, exclude_newer: str | None, *, runner: R
             break
         # a locked cache database or a dropped connection says nothing about the requirements:
         # the same attempt again, after a pause, and never a relaxation step
-        time.sleep(TRANSIENT_PAUSE * (retry + 1))
+        time.sleep(TRANSIENT_PAUSE * 2 ** retry)
+    if done.returncode != 0 and _CACHE_BUSY.search(text):
+        # still busy after every retry: another pdm holds pyrepro's pdm cache. That says nothing about
+        # the requirements, so no record and no category 4: an error to rerun after
+        raise ExternalToolError(cmd, done.returncode, text,
+                                hint="another pdm (a second pyrepro lock or reproduce) is using pyrepro's pdm "
+                                     f"cache ({pdm_cache_dir()}); rerun when it has finished")
     lock_file = workdir / "pdm.lock"
     if done.returncode != 0 or not lock_file.is_file():
         return _Run(False, text or f"pdm lock exited with {done.returncode}", time.monotonic() - start)

@@ -480,3 +480,21 @@ def test_nearest_version__any_releases__a_neighbour_of_the_wanted_one(wanted: st
     below = [v for v in others if v < Version(wanted)]
     above = [v for v in others if v > Version(wanted)]
     assert Version(got) in ({below[-1]} if below else set()) | ({above[0]} if above else set())  # type: ignore[arg-type]
+
+
+def test_lock_request__cache_database_stays_locked__error_to_rerun_no_record_no_category_4(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen when two locks shared pyrepro's pdm cache: 'database is locked' through every retry is
+    no verdict on the requirements. Nothing is written; the error says to rerun."""
+    from pyrepro.errors import ExternalToolError
+
+    monkeypatch.setattr("pyrepro.pdmrun.TRANSIENT_PAUSE", 0.0)
+    d = _project(tmp_path, ["six"])
+    (d / "pdm.lock").write_text("previous lock\n")
+    runner, seen = _fake_pdm(99, "INFO: ...\n[OperationalError]: database is locked\n")
+    with pytest.raises(ExternalToolError, match="database is locked") as e:
+        lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=runner, python_exe=Path("/usr/bin/python3"),
+                          aarch64=False)
+    assert "rerun when it has finished" in (e.value.hint or "")
+    assert len(seen) == lock.TRANSIENT_RETRIES + 1
+    assert not (d / "lock.toml").exists() and (d / "pdm.lock").read_text() == "previous lock\n"

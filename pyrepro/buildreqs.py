@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import json
 import tarfile
 import tomllib
 import zipfile
@@ -31,7 +30,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from pyrepro.index import Index, _cache_write, _version_of
+from pyrepro.index import Index, _cache_read, _cache_write, _version_of
 
 LEGACY = ("setuptools>=40.8.0", "wheel")  # pip's default for an sdist without [build-system]
 MAX_SDIST = 200 * 1024 * 1024
@@ -78,11 +77,9 @@ def read_build_requires(archive: bytes, filename: str) -> list[str] | None:
 def _build_requires(index: Index, name: str, version: str) -> list[str] | None:
     key = f"{canonicalize_name(name)}-{version}"
     path = index.cache / "index" / "build-requires" / f"{key}.json" if index.cache else None
-    if path is not None and path.is_file():
-        try:
-            return list(json.loads(path.read_text()))
-        except (OSError, ValueError):
-            pass
+    cached = _cache_read(path)
+    if cached is not None:
+        return cached
     proj = index._project(name)
     if not proj:
         return None

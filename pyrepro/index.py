@@ -34,6 +34,17 @@ def _urllib_fetch(url: str) -> bytes | None:
         return None
 
 
+def _cache_read(path: Path | None) -> list | None:
+    """An answer kept in the index cache, or None (not there, or unreadable: ask again)."""
+    if path is None or not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, list) else None
+
+
 def _cache_write(path: Path, data: object) -> None:
     """Keep an answer in the index cache; a cache that cannot be written is asked again next time."""
     from pyrepro.fsutil import atomic_write_text
@@ -75,11 +86,9 @@ class Index:
         """File names of one release, or None when unknown."""
         key = f"{canonicalize_name(name)}-{version}"
         path = self.cache / "index" / f"{key}.json" if self.cache else None
-        if path is not None and path.is_file():
-            try:
-                return list(json.loads(path.read_text()))
-            except (OSError, ValueError):
-                pass
+        cached = _cache_read(path)
+        if cached is not None:
+            return cached
         proj = self._project(name)
         if proj is None:
             return None
@@ -283,11 +292,9 @@ class WheelIndex(Index):
             return None
         fname = str(w["filename"])
         path = self.cache / "index" / "top-level" / f"{fname}.json" if self.cache else None
-        if path is not None and path.is_file():
-            try:
-                return frozenset(json.loads(path.read_text())), fname
-            except (OSError, ValueError):
-                pass
+        cached = _cache_read(path)
+        if cached is not None:
+            return frozenset(cached), fname
         url = str(w.get("url", ""))
         tail = self.range_fetch(url, -65536, None)
         if not tail:

@@ -322,7 +322,7 @@ def upload_date(name: str, version: str, *, runner: Runner,
 def _later_bound(problems: Sequence[relax.Problem], reqs: Sequence[str], bound: str,
                  *, runner: Runner) -> tuple[str, str] | None:
     """``lockplan.later_bound`` with the upload days looked up from the index."""
-    wanted = lockplan._pinned_not_found(problems, reqs)
+    wanted = lockplan._direct_not_found(problems, reqs)
     uploaded = {(pkg, v): upload_date(pkg, v, runner=runner) for pkg, v, _ in wanted}
     return lockplan.later_bound(problems, reqs, bound, uploaded)
 

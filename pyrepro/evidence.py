@@ -164,6 +164,12 @@ def _strings(obj: object) -> Iterable[str]:
 WheelCheck = Callable[[str, str, str], bool | None]  # (distribution, version, python) -> has a wheel? None: unknown
 
 
+def python_of_day(day: dt.date) -> str | None:
+    """The newest CPython minor version released on or before ``day`` (None: before 3.6)."""
+    out = [v for v, released in RELEASES if released <= day]
+    return out[-1] if out else None
+
+
 def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = None,
                   pins: Sequence[tuple[str, str]] = (), wheel_check: WheelCheck | None = None) -> PythonChoice:
     """The Python to lock and run with, and why (see the module docstring). ``pins``: the

@@ -116,6 +116,27 @@ class Index:
             _cache_write(path, files)
         return files
 
+    def uploaded(self, name: str, version: str) -> str | None:
+        """The day (ISO) the index first received a file of ``name==version`` (PEP 700
+        ``upload-time``), or None when the index does not say."""
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            want = Version(version)
+        except InvalidVersion:
+            return None
+        days = []
+        for f in (self._project(name) or {}).get("files", []):
+            if not isinstance(f, dict) or not f.get("upload-time"):
+                continue
+            v = _version_of(str(f.get("filename", "")))
+            try:
+                if v is not None and Version(v) == want:
+                    days.append(str(f["upload-time"])[:10])
+            except InvalidVersion:
+                continue
+        return min(days) if days else None
+
     def has_wheel(self, name: str, version: str, python: str) -> bool | None:
         files = self.release_files(name, version)
         if files is None:

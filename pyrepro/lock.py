@@ -551,12 +551,28 @@ def persist_to_model_toml(req: LockRequest, steps: Sequence[relax.Step]) -> None
             if new and s.after not in extra:
                 extra.append(s.after)
     atomic_write_text(req.model_toml, tomlkit.dumps(doc))
+    _regenerate(req)
+
+
+def persist_python(req: LockRequest, python: str, reason: str) -> None:
+    """Write a new target Python and its reason into model.toml and regenerate the pyproject."""
+    if req.model_toml is None:
+        raise ResolutionError(f"{req.name}: no model.toml to record the Python in")
+    doc = tomlkit.parse(req.model_toml.read_text(encoding="utf-8"))
+    doc["python"] = python
+    doc["python_reason"] = reason
+    atomic_write_text(req.model_toml, tomlkit.dumps(doc))
+    _regenerate(req)
+
+
+def _regenerate(req: LockRequest) -> None:
+    assert req.model_toml is not None
     try:
         from pyrepro import generate as gen
         from pyrepro.registry import parse_model
     except ImportError as exc:
         raise ResolutionError(
-            f"{req.model_toml}: relaxation recorded in [dependencies], but pyrepro.generate is not available "
+            f"{req.model_toml}: written, but pyrepro.generate is not available "
             "to regenerate pyproject.toml", hint=f"run: pyrepro generate {req.name}") from exc
     model_spec = parse_model(req.model_toml)
     atomic_write_text(req.project_dir / "pyproject.toml", gen.render_pyproject(model_spec))

@@ -289,6 +289,41 @@ def wheel_instead(spec: Any, exc: Any, index: Any) -> tuple[list[Any], str]:
     return steps, ""
 
 
+def _vkey(python: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in python.split(".") if x.isdigit())
+
+
+def older_python(spec: Any, exc: Any, index: Any) -> tuple[str, str] | None:
+    """When a locked sdist did not build and no release of it has a wheel for the model's Python
+    (nothing for ``wheel_instead`` to move to), the Python that sdist was made for: the newest
+    CPython released by the day the index received it (rule ``sdist-to-older-python``).
+    (python, reason), or None when that Python is not older than the model's or is unknown."""
+    import datetime as dt
+
+    from pyrepro.evidence import python_of_day
+
+    if index is None:
+        return None
+    found = []
+    for pkg, version in exc.packages:
+        if index.versions_with_wheel(pkg, spec.python):
+            continue  # a release with a wheel exists: wheel_instead's move, not this one
+        day = index.uploaded(pkg, version)
+        try:
+            made = python_of_day(dt.date.fromisoformat(day)) if day else None
+        except ValueError:
+            made = None
+        if made is not None and _vkey(made) < _vkey(spec.python):
+            found.append((made, pkg, version, day))
+    if not found:
+        return None
+    made, pkg, version, day = min(found, key=lambda f: _vkey(f[0]))
+    return made, (f"{made}: the locked sdist {pkg} {version} did not build for CPython {spec.python} and no "
+                  f"release of {pkg} has a wheel for it; {made} was the newest CPython when the index received "
+                  f"that sdist ({day}) (rule sdist-to-older-python; before: {spec.python}, "
+                  f"{spec.python_reason or 'no reason recorded'})")
+
+
 def _lock_did_not_build(stages: list[Stage], exc: PyreproError) -> None:
     """A lock whose locked packages do not install is no lock (category 4): the lock row says so.
     Failures that are not the lock's (network, disk, a missing interpreter) leave it alone."""
@@ -325,15 +360,25 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
 
             built = local.build(spec, paths, mirror=mirror, runner=runner, progress=progress)
             stages.append(Stage("build", "ok", clock() - t0, f"environment {built.env_key[:12]} (Python {built.python})"
-                                + (f"; sdists replaced by wheels: {'; '.join(replaced)}" if replaced else "")))
+                                + (f"; after sdists that did not build: {'; '.join(replaced)}" if replaced else "")))
             break
         except SdistBuildError as exc:
             if online and index is None:
                 from pyrepro.index import WheelIndex
 
                 index = WheelIndex(paths.cache)
-            steps, why = wheel_instead(spec, exc, index) if len(replaced) < MAX_WHEEL_ROUNDS else ([], "")
-            if not steps:
+            rounds_left = len(replaced) < MAX_WHEEL_ROUNDS
+            steps, why = wheel_instead(spec, exc, index) if rounds_left else ([], "")
+            older = older_python(spec, exc, index) if rounds_left and not steps else None
+            if older is not None:
+                from pyrepro.interpreters import find_python
+
+                try:
+                    find_python(older[0], runner=runner)
+                except PyreproError as missing:  # say which Python the move needs, change nothing
+                    why = f"{why}; {older[1]}; but {missing}"
+                    older = None
+            if not steps and older is None:
                 _lock_did_not_build(stages, exc)
                 stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)) + (f" ({why})" if why else ""),
                                     _next_step(exc, "read the build log; a reviewed pin in model.toml usually "
@@ -341,9 +386,15 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                 return done(exc)
             from pyrepro import lock
 
-            lock.persist_to_model_toml(lock.LockRequest.from_spec(spec), steps)
-            replaced += [f"{st.before} -> {st.after}" for st in steps]
-            rec.setdefault("relaxed", []).extend(f"{st.summary}: {st.reason}" for st in steps)
+            if older is not None:
+                lock.persist_python(lock.LockRequest.from_spec(spec), *older)
+                replaced.append(f"Python {spec.python} -> {older[0]}")
+                rec["python"], rec["python_reason"] = older
+                rec.setdefault("relaxed", []).append(f"Python {spec.python} -> {older[0]}: {older[1]}")
+            else:
+                lock.persist_to_model_toml(lock.LockRequest.from_spec(spec), steps)
+                replaced += [f"{st.before} -> {st.after}" for st in steps]
+                rec.setdefault("relaxed", []).extend(f"{st.summary}: {st.reason}" for st in steps)
             spec = parse_model(spec.path)
             try:
                 outcome = lock.lock_model(spec, paths, runner=runner, progress=progress,

@@ -330,3 +330,110 @@ def test_reproduce__git_only_import__imports_stage_fails_naming_it_and_what_to_d
     imp = next(s for s in res.stages if s.name == "imports")
     assert imp.status == "failed" and "ocpmodels" in imp.detail
     assert "pin it as an extra source" in imp.next_step and "Open Catalyst" in imp.next_step
+
+
+def _sdist_only_world(monkeypatch: pytest.MonkeyPatch, write_files: Write, *, interpreters: set[str]) -> Any:
+    """A submission importing 'oldtrie' whose only release is a 2020 sdist (no wheel for any
+    Python, as DAWG 0.8.0): it does not build for 3.11, it builds for the Python of its day."""
+    from pyrepro import interpreters as interp
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+    from pyrepro.errors import MissingToolError, SdistBuildError
+
+    root = write_files({"sub/run.py": "import oldtrie\n", "sub/requirements.txt": "oldtrie==0.8.0\n"})
+    listing = {"files": [{"filename": "oldtrie-0.8.0.tar.gz", "url": "u", "upload-time": "2020-02-19T10:00:00Z"},
+                         {"filename": "oldtrie-0.8.0-cp37-cp37m-macosx_10_14_x86_64.whl", "url": "u",
+                          "upload-time": "2020-02-19T10:01:00Z"}]}
+    monkeypatch.setattr("pyrepro.index._urllib_fetch",
+                        lambda url: json.dumps(listing).encode() if "oldtrie" in url else None)
+    world: dict[str, list[str]] = {"builds": [], "locks": []}
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        world["builds"].append(spec.python)
+        if spec.python != "3.8":
+            raise SdistBuildError("installing the sdist-only locked packages (oldtrie) of sub failed: pip exit 1:\n"
+                                  "error: lvalue required as increment operand\n"
+                                  "ERROR: Failed building wheel for oldtrie", packages=(("oldtrie", "0.8.0"),))
+        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
+                          "s" * 20, paths.cache / "launch", "3.8.18", True, True, 0.1)
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        world["locks"].append((spec.dir / "pyproject.toml").read_text())
+        return lock.LockOutcome(spec.name, 1, "as-declared", (), (), (), (), (), (), 1.0, spec.python, ("x",), 1,
+                                "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
+
+    def fake_find(version, *, runner=None):  # type: ignore[no-untyped-def]
+        if version not in interpreters:
+            raise MissingToolError(f"no Python {version} interpreter found",
+                                   hint=f"install it, e.g. 'pyenv install {version}'")
+        return Path(f"/usr/bin/python{version}")
+
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(interp, "find_python", fake_find)
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["oldtrie"])
+    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [("oldtrie", "ok", "")])
+    return root, world
+
+
+def test_reproduce_cli__sdist_without_any_wheel__moves_to_the_python_of_its_day(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 12, logisticreg_model_text_abstract's case: DAWG 0.8.0 (a 2020 sdist, no Linux wheel
+    for any Python) does not compile for 3.11, and no release has a wheel to move to. The Python
+    moves to the newest CPython of the sdist's upload day (3.8), recorded in model.toml with its
+    reason; relock, rebuild, imports checked."""
+    import tomllib
+
+    root, world = _sdist_only_world(monkeypatch, write_files, interpreters={"3.8", "3.11"})
+    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--python", "3.11", "--json"])
+    rec = _json(capsys)
+    assert code == 0, rec
+    assert world["builds"] == ["3.11", "3.8"]
+    assert 'requires-python = "==3.8.*"' in world["locks"][-1]  # the relock saw the new Python
+    doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
+    assert doc["python"] == "3.8"
+    assert "oldtrie 0.8.0 did not build for CPython 3.11" in doc["python_reason"]
+    assert "2020-02-19" in doc["python_reason"] and "sdist-to-older-python" in doc["python_reason"]
+    assert rec["python"]["version"] == "3.8" and "sdist-to-older-python" in rec["python"]["reason"]
+    build = next(s for s in rec["stages"] if s["stage"] == "build")
+    assert build["status"] == "ok" and "Python 3.11 -> 3.8" in build["detail"]
+
+
+def test_reproduce__sdist_without_any_wheel__older_python_missing__stops_naming_it_model_untouched(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, world = _sdist_only_world(monkeypatch, write_files, interpreters={"3.11"})
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=True)
+    build = next(s for s in res.stages if s.name == "build")
+    assert build.status == "failed" and world["builds"] == ["3.11"]
+    assert "no Python 3.8 interpreter found" in build.detail and "2020-02-19" in build.detail
+    assert 'python = "3.11"' in (project / "models" / "sub" / "model.toml").read_text()
+
+
+@pytest.mark.integration
+@pytest.mark.network
+def test_older_python__real_pypi__dawg_080_was_made_for_38(tmp_path: Path) -> None:
+    """DAWG 0.8.0 (chemnlp's dependency through ChemDataExtractor) has Linux wheels for no Python;
+    its sdist reached PyPI on 2020-02-19, when 3.8 was the newest CPython (it compiles there and
+    not for 3.10+, checked by hand on this machine)."""
+    import types
+
+    from pyrepro.errors import SdistBuildError
+    from pyrepro.index import WheelIndex
+
+    spec = types.SimpleNamespace(python="3.11", python_reason="no Python stated")
+    exc = SdistBuildError("DAWG did not build", packages=(("DAWG", "0.8.0"),))
+    index = WheelIndex(tmp_path)
+    assert reproduce.wheel_instead(spec, exc, index)[0] == []
+    older = reproduce.older_python(spec, exc, index)
+    assert older is not None and older[0] == "3.8" and "(2020-02-19)" in older[1]
+
+
+def test_python_of_day__release_boundaries() -> None:
+    import datetime as dt
+
+    from pyrepro.evidence import python_of_day
+
+    assert python_of_day(dt.date(2020, 2, 19)) == "3.8"
+    assert python_of_day(dt.date(2019, 10, 14)) == "3.8" and python_of_day(dt.date(2019, 10, 13)) == "3.7"
+    assert python_of_day(dt.date(2010, 1, 1)) is None

@@ -78,9 +78,42 @@ def _prepare_compat(cache: Path) -> Path:
     return constraints
 
 
+# pdm keeps every HTTP response it fetched (whole wheels it read metadata from) in one SQLite file
+# that nothing bounds: 41 GB after one corpus run here. Past this size it is removed before the
+# next attempt; pdm starts a new one. MB, from PYREPRO_PDM_HTTP_CACHE_MB.
+HTTP_CACHE_MB = 4096
+
+
+def bound_http_cache(cache: Path, limit_mb: float | None = None) -> int:
+    """Remove pdm's HTTP cache database (``<cache>/http/http-cache.db`` with its journal files)
+    when it is larger than ``limit_mb``; the bytes freed (0 when it was within bounds)."""
+    if limit_mb is None:
+        try:
+            limit_mb = float(os.environ.get("PYREPRO_PDM_HTTP_CACHE_MB", HTTP_CACHE_MB))
+        except ValueError:
+            limit_mb = HTTP_CACHE_MB
+    db = cache / "http" / "http-cache.db"
+    try:
+        size = db.stat().st_size
+    except OSError:
+        return 0
+    if size <= limit_mb * 1024 * 1024:
+        return 0
+    freed = 0
+    for f in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm"), db.with_name(db.name + "-journal")):
+        try:
+            n = f.stat().st_size
+            f.unlink()
+            freed += n
+        except OSError:
+            continue
+    return freed
+
+
 def _pdm_env(python_exe: Path | None) -> dict[str, str]:
     env = dict(os.environ)
     cache = Path(env.get("PDM_CACHE_DIR") or pdm_cache_dir())
+    bound_http_cache(cache)
     env.update({"PDM_CHECK_UPDATE": "false", "PDM_USE_VENV": "false", "PDM_NON_INTERACTIVE": "1",
                 "PDM_IGNORE_SAVED_PYTHON": "1", "NO_COLOR": "1", "TERM": "dumb", "PDM_CACHE_DIR": str(cache),
                 "PIP_CONSTRAINT": str(_prepare_compat(cache))})

@@ -498,3 +498,20 @@ def test_lock_request__cache_database_stays_locked__error_to_rerun_no_record_no_
     assert "rerun when it has finished" in (e.value.hint or "")
     assert len(seen) == lock.TRANSIENT_RETRIES + 1
     assert not (d / "lock.toml").exists() and (d / "pdm.lock").read_text() == "previous lock\n"
+
+
+def test_pdm_env__http_cache_past_its_bound__removed_before_the_attempt(
+        isolated_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pdm's HTTP cache (one SQLite file) reached 41 GB in one corpus run: past the bound it goes."""
+    monkeypatch.delenv("PDM_CACHE_DIR", raising=False)
+    http = isolated_cache / "pdm" / "http"
+    http.mkdir(parents=True)
+    db = http / "http-cache.db"
+    db.write_bytes(b"x" * 3 * 1024 * 1024)
+    (http / "http-cache.db-wal").write_bytes(b"w" * 1024)
+    monkeypatch.setenv("PYREPRO_PDM_HTTP_CACHE_MB", "4")
+    lock._pdm_env(None)
+    assert db.exists()  # within its bound: kept
+    monkeypatch.setenv("PYREPRO_PDM_HTTP_CACHE_MB", "2")
+    lock._pdm_env(None)
+    assert not db.exists() and not (http / "http-cache.db-wal").exists()

@@ -12,6 +12,9 @@ Python, strongest evidence first:
 4. no evidence: the newest CPython released before the submission date whose wheels exist for
    every exact pin the submission declares (asked of the package index through an injectable
    ``wheel_check``; offline, the date alone decides), else the newest CPython pyrepro supports.
+   Either way within the range the code's unguarded standard-library imports allow (``import
+   imp``: 3.11 at the newest; ``import tomllib``: 3.11 at the oldest); a stated Python outside
+   that range is kept and the reason says what disagrees with it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pyrepro.types import Location
 
@@ -170,24 +174,63 @@ def python_of_day(day: dt.date) -> str | None:
     return out[-1] if out else None
 
 
+def _vk(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
+def stdlib_bounds(uses: Sequence[Any]) -> tuple[str, str, str]:
+    """(lowest, highest, what) Python the code's standard-library imports allow (``scan.StdlibUse``:
+    ``import imp`` allows 3.11 at the newest, ``import tomllib`` 3.11 at the oldest). Imports
+    behind a guard, and modules the reviewed name table maps to a replacement on PyPI
+    (``distutils`` -> setuptools), are no evidence. ``what`` names the imports that bound."""
+    from pyrepro.resolve import _mapping
+
+    replaced = _mapping()[0]
+    lo, hi = RELEASES[0][0], NEWEST
+    said: list[str] = []
+    for u in uses:
+        if u.optional or u.module in replaced:
+            continue
+        if _vk(u.first) > _vk(lo) or _vk(u.last) < _vk(hi):
+            said.append(f"{u.location} imports {u.module} (standard library of Python {u.first}-{u.last} only)")
+        lo = max(lo, u.first, key=_vk)
+        hi = min(hi, u.last, key=_vk)
+    return lo, hi, "; ".join(dict.fromkeys(said))
+
+
 def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = None,
-                  pins: Sequence[tuple[str, str]] = (), wheel_check: WheelCheck | None = None) -> PythonChoice:
+                  pins: Sequence[tuple[str, str]] = (), wheel_check: WheelCheck | None = None,
+                  stdlib_uses: Sequence[Any] = ()) -> PythonChoice:
     """The Python to lock and run with, and why (see the module docstring). ``pins``: the
-    submission's exact pins (name, version)."""
+    submission's exact pins (name, version); ``stdlib_uses``: the scan's imports of standard-library
+    modules only some Pythons have, which bound the choice when nothing states a Python."""
+    lo, hi, said = stdlib_bounds(stdlib_uses)
     if evidence:
         best = evidence[0]
         same = [e for e in evidence if e.kind == best.kind]
         versions = sorted({e.version for e in same}, key=lambda v: tuple(map(int, v.split("."))))
+        clash = ""
+        if said and best.version.startswith("3.") and not _vk(lo) <= _vk(versions[0]) <= _vk(hi):
+            clash = f"; but {said}: a stated Python is kept, check it"
         if len(versions) > 1:  # several pins disagree: the oldest (code written for it runs there)
             chosen = versions[0]
             where = "; ".join(str(e) for e in same)
-            return PythonChoice(chosen, f"the submission's files disagree ({where}); took the oldest, {chosen}",
+            return PythonChoice(chosen, f"the submission's files disagree ({where}); took the oldest, {chosen}{clash}",
                                 tuple(evidence))
-        return PythonChoice(best.version, f"{best.location}: {best.text}", tuple(evidence))
+        return PythonChoice(best.version, f"{best.location}: {best.text}{clash}", tuple(evidence))
     candidates = [v for v, released in RELEASES if submitted is None or released <= submitted]
     if not candidates:
         candidates = [RELEASES[0][0]]
     bound = f"released before the submission date {submitted}" if submitted else "pyrepro supports (no submission date)"
+    if said:
+        allowed = [v for v in candidates if _vk(lo) <= _vk(v) <= _vk(hi)]
+        if not allowed and _vk(lo) <= _vk(hi):  # the date predates the Python the code needs
+            allowed = [v for v, _r in RELEASES if _vk(lo) <= _vk(v) <= _vk(hi)][:1]
+        if allowed:
+            candidates = allowed
+            bound += f", within {lo}-{hi} ({said})"
+        else:
+            bound += f" (the standard-library imports contradict each other: {said})"
     if pins and wheel_check is not None:
         scores: list[tuple[int, str, list[str]]] = []
         for v in reversed(candidates):

@@ -375,7 +375,8 @@ def decide(folder: Path, scan: ScanResult, *, name: str, models_dir: Path, pytho
                 if "==" in d.spec and "*" not in d.spec.split("==", 1)[1]]
         date = dt.date.fromisoformat(submitted) if submitted else None
         choice = evidence.choose_python(found, submitted=date, pins=pins,
-                                        wheel_check=index.has_wheel if index is not None else None)
+                                        wheel_check=index.has_wheel if index is not None else None,
+                                        stdlib_uses=scan.stdlib_uses)
         py, why = choice.version, choice.reason
     gpu, gpu_why = evidence.gpu_evidence(folder, distributions=[*scan.required, *scan.optional_distributions])
     found_b = evidence.benchmarks_of(folder)

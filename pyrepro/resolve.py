@@ -229,6 +229,15 @@ class Resolver:
         top = module.split(".")[0]
         if top in self.env:
             return Resolution(module, self.env[top], "environment")
+        from pyrepro.scan.stdlib import python3_span
+
+        span = python3_span(top)
+        if span is not None:  # standard library of other Pythons (import imp on 3.12): no PyPI guess
+            first, last = span
+            need = f"Python {first}-{last}"
+            return Resolution(module, None, "unresolved",
+                              f"{top!r} is in the standard library of Python {first}-{last} only: the code needs "
+                              f"{need} (give --python, or let init choose from this evidence)")
         if top.startswith("_"):  # a private module ships inside some other distribution: no guess
             return Resolution(module, None, "unresolved",
                               f"{top!r} is a private module of some distribution; find which with --pyenv "

@@ -83,6 +83,53 @@ def test_init__no_evidence__newest_python_with_wheels_for_the_pins(write_files: 
     assert asked
 
 
+def test_init__stdlib_module_other_pythons_lack__bounds_the_choice(write_files: Write, tmp_path: Path) -> None:
+    """An adversarial case: `import imp` (gone in 3.12) with a 2025 date and no stated Python.
+    The newest Python of the date (3.13) would fail the import; the choice stays within 3.6-3.11
+    and says why. A guarded import (try/except ImportError) is no evidence."""
+    root = write_files({"sub/run.py": "import imp\nimport numpy\ntry:\n    import telnetlib\nexcept ImportError:\n"
+                                      "    telnetlib = None\n",
+                        "sub/metadata.json": json.dumps({"date_submitted": "06-01-2025"})})
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    assert doc["python"] == "3.11"
+    assert "run.py:1 imports imp (standard library of Python 3.6-3.11 only)" in doc["python_reason"]
+    assert "telnetlib" not in doc["python_reason"]
+    # tomllib (3.11+) with a 2021 date: the oldest Python that has it, though it postdates the date
+    root2 = write_files({"new/run.py": "import tomllib\n", "new/metadata.json": json.dumps({"date_submitted": "03-15-2021"})})
+    doc2 = _init(root2 / "new", tmp_path / "models2", "--offline", name="new")
+    assert doc2["python"] == "3.11" and "tomllib" in doc2["python_reason"]
+
+
+def test_choose_python__stdlib_bounds__replaced_modules_and_stated_pythons() -> None:
+    from pyrepro.scan import StdlibUse
+
+    imp = StdlibUse("imp", "3.6", "3.11", Location("a.py", 3), False)
+    distutils = StdlibUse("distutils", "3.6", "3.11", Location("a.py", 4), False)  # setuptools replaces it
+    tomllib_ = StdlibUse("tomllib", "3.11", "3.13", Location("b.py", 1), False)
+    assert evidence.choose_python([], stdlib_uses=[distutils]).version == evidence.NEWEST
+    assert evidence.choose_python([], stdlib_uses=[imp, tomllib_]).version == "3.11"  # both allow 3.11 only
+    gone = StdlibUse("formatter", "3.6", "3.9", Location("c.py", 1), False)
+    clash = evidence.choose_python([], stdlib_uses=[gone, tomllib_])
+    assert clash.version == evidence.NEWEST and "contradict" in clash.reason
+    # a stated Python wins, but the reason says what disagrees with it
+    stated = evidence.choose_python([evidence.Evidence("3.12", "pin", Location("environment.yml", 2), "python=3.12")],
+                                    stdlib_uses=[imp])
+    assert stated.version == "3.12" and "a.py:3 imports imp" in stated.reason
+
+
+def test_scan_cli__stdlib_module_of_other_pythons__never_a_pypi_guess(
+        write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.fakes import json_result
+
+    root = write_files({"sub/run.py": "import imp\nimport asyncore\n"})
+    assert main(["scan", str(root / "sub"), "--python", "3.13", "--json", "--no-cache"]) == 0
+    res = json_result(capsys.readouterr().out)
+    assert res["guesses"] == [] and res["distributions"] == []
+    notes = {u["module"]: u["hint"] for u in res["unresolved"]}
+    assert "standard library of Python 3.6-3.11 only" in notes["imp"] and "asyncore" in notes
+    assert {u["module"] for u in res["stdlib_uses"]} == {"imp", "asyncore"}
+
+
 def test_choose_python__disagreeing_pins__oldest_with_both_named() -> None:
     ev = [evidence.Evidence("3.9", "pin", Location("environment.yml", 2), "python=3.9"),
           evidence.Evidence("3.8", "pin", Location("run.sh", 3), "conda create python=3.8")]

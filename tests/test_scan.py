@@ -95,9 +95,10 @@ def test_scan_path__symlink_loop_and_unreadable__warn(tmp_path: Path) -> None:
 def test_scan_path__stdlib_per_version__tomllib_only_stdlib_on_311(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("import tomllib\nimport distutils\n")
     assert scan_path(tmp_path, python="3.11").distributions == ()
-    # not stdlib before 3.11, and no distribution is known by that name: a guess, never a dependency
+    # not stdlib before 3.11: unresolved, saying which Pythons have it; never a guess or a dependency
     old = scan_path(tmp_path, python="3.10")
-    assert "tomllib" in {g.module for g in old.guesses} and "tomllib" not in old.distributions
+    assert "tomllib" not in {g.module for g in old.guesses} and "tomllib" not in old.distributions
+    assert "standard library of Python 3.11-3.13 only" in next(u.note for u in old.unresolved if u.module == "tomllib")
     assert scan_path(tmp_path, python="3.12").distributions == ("setuptools",)  # distutils left the stdlib in 3.12
 
 

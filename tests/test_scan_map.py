@@ -35,7 +35,10 @@ def test_module_map__flagged_modules__resolve_unresolved_with_hint() -> None:
 def test_resolver__names_that_differ_from_the_module__mapped() -> None:
     r = Resolver()
     expect = {"umap": "umap-learn", "haiku": "dm-haiku", "emmet.core.thermo": "emmet-core", "git": "gitpython",
-              "pytorch_lightning": "pytorch-lightning", "Levenshtein": "python-levenshtein", "keras.layers": "keras"}
+              "pytorch_lightning": "pytorch-lightning", "Levenshtein": "python-levenshtein", "keras.layers": "keras",
+              # PyPI's namesakes are other projects: 'fitz', 'docx'; mpl_toolkits is a namespace
+              "fitz": "pymupdf", "docx": "python-docx", "mpl_toolkits.mplot3d": "matplotlib",
+              "mpl_toolkits.basemap": "basemap", "setuptools": "setuptools"}
     got = {m: r.resolve(m).distribution for m in expect}
     assert got == expect
     assert all(r.resolve(m).resolved_with == "mapping" for m in expect)

@@ -176,13 +176,14 @@ def test_vcs_source__forms(spec: str, want: tuple[str, str, str] | None) -> None
 
 @pytest.mark.integration
 @pytest.mark.network
-def test_init__real_pypi__import_fitz_with_pymupdf_declared__mapped_by_its_wheel(
+def test_init__real_pypi__import_faiss_with_faiss_cpu_declared__mapped_by_its_wheel(
         write_files: Write, tmp_path: Path, isolated_cache: Path) -> None:
-    """Against real PyPI: 'import fitz' is in no name table; PyMuPDF==1.23.8 is declared, and its
-    wheel's file list (read by range requests) shows it ships fitz."""
-    root = write_files({"sub/run.py": "import fitz\n", "sub/requirements.txt": "PyMuPDF==1.23.8\n"})
+    """Against real PyPI: 'import faiss' is in no name table; faiss-cpu==1.7.4 is declared, and its
+    wheel's file list (read by range requests) shows it ships faiss. (fitz, this test's first case,
+    went into the name table: PyPI's own 'fitz' is an unrelated project.)"""
+    root = write_files({"sub/run.py": "import faiss\n", "sub/requirements.txt": "faiss-cpu==1.7.4\n"})
     doc = _init(root / "sub", tmp_path / "models")
-    assert doc["mapping"]["fitz"]["distribution"] == "pymupdf"
-    assert "PyMuPDF-1.23.8-" in doc["mapping"]["fitz"]["reason"] and "ships the top-level module fitz" in \
-        doc["mapping"]["fitz"]["reason"]
-    assert doc["dependencies"]["scanned"] == ["pymupdf"]
+    assert doc["mapping"]["faiss"]["distribution"] == "faiss-cpu"
+    assert "faiss_cpu-1.7.4-" in doc["mapping"]["faiss"]["reason"] and "ships the top-level module faiss" in \
+        doc["mapping"]["faiss"]["reason"]
+    assert doc["dependencies"]["scanned"] == ["faiss-cpu"]

@@ -39,7 +39,7 @@ from pyrepro.resolve import Resolution, Resolver
 from pyrepro.scan import fastpy, notebook, shell
 from pyrepro.scan import metadata as meta
 from pyrepro.scan import python as pysrc
-from pyrepro.scan.stdlib import known_versions, python2_only_names, stdlib_names
+from pyrepro.scan.stdlib import known_versions, python2_only_names, python3_span, stdlib_names
 from pyrepro.types import Location
 
 SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules", ".venv", "venv", ".tox", ".mypy_cache"}
@@ -159,6 +159,24 @@ class ImportRecord:
 
 
 @dataclass(frozen=True)
+class StdlibUse:
+    """An import of a standard-library module only some Python 3 versions have: evidence of the
+    Python the code was written for (``import imp``: 3.11 at the newest)."""
+    module: str
+    first: str  # the first Python 3 version whose standard library has it
+    last: str  # the last one
+    location: Location
+    optional: bool  # behind try/except ImportError or a guard: no evidence
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.module} (standard library of Python {self.first}-{self.last} only)"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"module": self.module, "first": self.first, "last": self.last, "optional": self.optional,
+                "location": self.location.to_json()}
+
+
+@dataclass(frozen=True)
 class ScanResult:
     root: Path
     python: str
@@ -171,6 +189,7 @@ class ScanResult:
     files: int = 0
     lines: int = 0
     local: tuple[LocalModule, ...] = field(default=())
+    stdlib_uses: tuple[StdlibUse, ...] = ()
 
     @property
     def local_modules(self) -> tuple[str, ...]:
@@ -248,6 +267,7 @@ class ScanResult:
             "undeclared": list(self.undeclared),
             "unused_declared": list(self.unused_declared),
             "warnings": [str(w) for w in (*self.warnings, *self.python2_evidence)],
+            "stdlib_uses": [u.to_json() for u in self.stdlib_uses],
         }
 
 
@@ -634,6 +654,7 @@ class Classified:
     declared: tuple[meta.Declared, ...]
     files: int
     lines: int
+    stdlib_uses: tuple[StdlibUse, ...] = ()
 
 
 class _LocalIndex:
@@ -783,6 +804,7 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
     third: list[FoundImport] = []
     local_locs: dict[str, tuple[str, list[Location]]] = {}
     python2: list[Warning_] = []
+    uses: list[StdlibUse] = []
     tools: list[Tool] = []
     declared: list[meta.Declared] = []
     n_files = n_lines = 0
@@ -801,6 +823,9 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
             if top in py2_names and top not in stdlib:
                 python2.append(Warning_(imp.location, f"Python 2 evidence: stdlib module {top} exists only in Python 2"))
                 continue
+            span = python3_span(top)
+            if span is not None:
+                uses.append(StdlibUse(top, span[0], span[1], imp.location, imp.optional or imp.marker is not None))
             if top in stdlib or top == "__future__":
                 continue
             where = local_path(f.source.rel.rpartition("/")[0], top)
@@ -816,7 +841,8 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
                 break
     local = tuple(LocalModule(m, p, tuple(sorted(set(locs), key=_loc_key))) for m, (p, locs) in sorted(local_locs.items()))
     return Classified(tuple(third), local, _tree_modules(walked.all_files),
-                      tuple(python2), tuple(warnings), tuple(tools), tuple(entries), tuple(declared), n_files, n_lines)
+                      tuple(python2), tuple(warnings), tuple(tools), tuple(entries), tuple(declared), n_files, n_lines,
+                      tuple(uses))
 
 
 def _loc_key(loc: Location) -> tuple[str, int, int]:
@@ -915,7 +941,7 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = (),
     result = ScanResult(root=Path(root), python=python, imports=records, runtime_tools=classified.tools,
                         entry_points=classified.entry_points, declared=classified.declared,
                         warnings=tuple(warnings), python2_evidence=classified.python2, files=classified.files,
-                        lines=classified.lines, local=local)
+                        lines=classified.lines, local=local, stdlib_uses=classified.stdlib_uses)
     if index is not None:
         _write_index(index, result)
     return result

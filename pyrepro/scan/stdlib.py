@@ -42,6 +42,27 @@ def stdlib_names(python: str) -> frozenset[str]:
     return table[best]
 
 
+# Names the generated table lists only from 3.10 on because sys.stdlib_module_names (3.10+)
+# includes Windows modules that a Linux directory listing (3.6-3.9) never shows, and CPython's
+# test modules: neither says anything about which Python a submission needs.
+_NOT_VERSION_EVIDENCE = frozenset({"msilib", "msvcrt", "nt", "winreg", "winsound", "xxlimited", "xxsubtype"})
+
+
+@functools.cache
+def python3_span(top: str) -> tuple[str, str] | None:
+    """(first, last) Python 3 version whose standard library has the top-level module ``top``,
+    when only some do (``imp``: 3.6-3.11; ``tomllib``: 3.11-3.13); None when every or no Python 3
+    has it, or the name says nothing about the version (Windows-only and test modules)."""
+    if top.startswith("_") or top in _NOT_VERSION_EVIDENCE:
+        return None
+    table = _table()
+    py3 = [v for v in known_versions() if v.startswith("3.")]
+    have = [v for v in py3 if top in table[v]]
+    if not have or len(have) == len(py3):
+        return None
+    return have[0], have[-1]
+
+
 @functools.cache
 def python2_only_names() -> frozenset[str]:
     """Stdlib names of Python 2.7 that no Python 3 has (``cPickle``, ``urllib2``, ...)."""

@@ -289,13 +289,16 @@ def _rel(p: Path, root: Path) -> str:
         return p.as_posix()
 
 
-def _kind(name: str, path: Path | None) -> str | None:
+def _kind(name: str, rel: str | None) -> str | None:
+    """What the scanner reads a file as, by its name and (for requirements/ folders) its path."""
     lower = name.lower()
+    if lower == "setup.py":  # a build script: its install_requires are declarations, its imports build tools
+        return "metadata"
     if lower.endswith(".py"):
         return "python"
     if lower.endswith(".ipynb"):
         return "notebook"
-    if lower in meta.PARSERS:
+    if meta.parser_for(rel or name) is not None:
         return "metadata"
     if lower.endswith(SHELL_SUFFIXES) or lower in ("run", "job"):
         return "shell"
@@ -313,10 +316,11 @@ def walk(root: Path) -> Walked:
     base = root if root.is_dir() else root.parent
     warnings: list[Warning_] = []
     if not root.is_dir():
-        kind = _kind(root.name, root)
+        kind = _kind(root.name, root.name)
         if kind is None:
             warnings.append(Warning_(Location(root.name), "not a file the scanner reads (.py, .ipynb, shell "
-                                     "scripts, metadata.json, info.json, environment.yml, requirements.txt)"))
+                                     "scripts, metadata.json, info.json, environment.yml, requirements files, setup.py, "
+                                     "setup.cfg, pyproject.toml, Pipfile)"))
             return Walked(root, base, (), (root.name,), tuple(warnings))
         return Walked(root, base, (SourceFile(root, root.name, kind),), (root.name,), tuple(warnings))
     files: list[SourceFile] = []
@@ -342,7 +346,7 @@ def walk(root: Path) -> Walked:
         for n in sorted(filenames):
             rel = prefix + n
             every.append(rel)
-            kind = _kind(n, None)
+            kind = _kind(n, rel)
             if kind is not None:
                 files.append(SourceFile(Path(dirpath, n), rel, kind))
     return Walked(root, base, tuple(files), tuple(every), tuple(warnings))
@@ -554,7 +558,9 @@ def extract(walked: Walked, *, cache: Path | None = None, jobs: int | None = Non
             continue
         if src.kind == "metadata":
             text = data.decode("utf-8", errors="replace")
-            ms = meta.PARSERS[src.path.name.lower()](text, src.rel)
+            parse = meta.parser_for(src.rel)
+            assert parse is not None  # walk() gave it the metadata kind for that reason
+            ms = parse(text, src.rel)
             facts.append(FileFacts(src, declared=ms.declared,
                                    warnings=tuple(Warning_(Location(p, line), msg) for p, line, msg in ms.warnings)))
             continue

@@ -17,6 +17,7 @@ import dataclasses
 import json
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -260,9 +261,198 @@ def parse_requirements_txt(text: str, path: str) -> MetaScan:
     return MetaScan(tuple(out), tuple(warnings))
 
 
+def _dev_file(path: str) -> str | None:
+    """The kind of a development-only requirements file (``requirements-dev.txt``,
+    ``requirements/test.txt``, ``docs/requirements.txt``), or None."""
+    stem = path.lower().rsplit(".", 1)[0]
+    m = re.search(r"(?:^|[/_.-])(dev|develop|development|test|tests|testing|docs?|lint|style|ci)(?:$|[/_.-])", stem)
+    return m.group(1) if m else None
+
+
+def parse_any_requirements_txt(text: str, path: str) -> MetaScan:
+    """A requirements file under another name (``requirements_gpu.txt``, ``requirements/base.txt``);
+    development ones (dev, test, docs, lint, ci) are not what the model needs: not read, said so."""
+    kind = _dev_file(path)
+    if kind is not None:
+        return MetaScan((), ((path, None, f"a {kind} requirements file: not read (not what the model needs to "
+                                          "run); add any of its pins to model.toml if the model needs them"),))
+    return parse_requirements_txt(text, path)
+
+
+def _toml(text: str, path: str) -> tuple[dict | None, list[tuple[str, int | None, str]]]:
+    import tomllib
+
+    try:
+        return tomllib.loads(text), []
+    except tomllib.TOMLDecodeError as exc:
+        at = re.search(r"at line (\d+)", str(exc))
+        line = getattr(exc, "lineno", None) or (int(at.group(1)) if at else None)
+        return None, [(path, line, f"not valid TOML ({str(exc).splitlines()[0][:120]}); declared dependencies "
+                                   "not read")]
+
+
+def poetry_spec(spec: str) -> str | None:
+    """A Poetry version constraint as PEP 440 (``^1.2.3`` -> ``>=1.2.3,<2.0.0``, ``~1.2`` ->
+    ``>=1.2,<1.3``, ``*`` -> ``""``), or None when it cannot be read."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    out = []
+    for part in (x.strip() for x in spec.split(",")):
+        if part in ("", "*"):
+            continue
+        m = re.fullmatch(r"([\^~])\s*(\d+(?:\.\d+)*)", part)
+        if m:
+            nums = [int(x) for x in m.group(2).split(".")]
+            if m.group(1) == "^":
+                i = next((k for k, n in enumerate(nums) if n != 0), len(nums) - 1)
+            else:  # ~1.2.3 and ~1.2 bump the minor, ~1 the major
+                i = 1 if len(nums) > 1 else 0
+            upper = [*nums[:i], nums[i] + 1]
+            out += [f">={m.group(2)}", "<" + ".".join(map(str, upper + [0] * (max(len(nums), 2) - len(upper))))]
+            continue
+        if re.fullmatch(r"\d+(?:\.\d+)*(?:\.\*)?", part):
+            part = "==" + part
+        try:
+            SpecifierSet(part)
+        except InvalidSpecifier:
+            return None
+        out.append(part)
+    return ",".join(out)
+
+
+def parse_pyproject(text: str, path: str) -> MetaScan:
+    """``[project] dependencies`` (PEP 621), Poetry's ``[tool.poetry.dependencies]`` and PDM's or
+    Poetry's dependency groups are not read (development)."""
+    data, warnings = _toml(text, path)
+    if data is None:
+        return MetaScan((), tuple(warnings))
+    out: list[Declared] = []
+    project = data.get("project") if isinstance(data.get("project"), dict) else {}
+    deps = project.get("dependencies", [])
+    line = _line_of(text, "dependencies")
+    for item in deps if isinstance(deps, list) else []:
+        if isinstance(item, str) and (d := _req(item, path, _line_of(text, item) or line, warnings)):
+            out.append(d)
+    poetry = ((data.get("tool") or {}).get("poetry") or {}) if isinstance(data.get("tool"), dict) else {}
+    pdeps = poetry.get("dependencies", {}) if isinstance(poetry, dict) else {}
+    for name, val in pdeps.items() if isinstance(pdeps, dict) else []:
+        if str(name).lower() == "python":
+            continue
+        raw = val.get("version", "*") if isinstance(val, dict) else val
+        where = _line_of(text, f"{name} =") or _line_of(text, str(name))
+        if isinstance(val, dict) and "git" in val:
+            ref = val.get("rev") or val.get("tag") or val.get("branch") or ""
+            url = str(val["git"])
+            d = _req(f"{name} @ {url if url.startswith('git+') else 'git+' + url}{'@' + str(ref) if ref else ''}",
+                     path, where, warnings)
+            if d is not None:
+                warnings.append((path, where, f"{name} comes from {url[:60]}, not PyPI: it becomes an extra source "
+                                              "of the model (a full commit id) or a review item"))
+                out.append(d)
+            continue
+        if isinstance(val, dict) and ("path" in val or "url" in val):
+            warnings.append((path, where, f"{name} comes from {str(val.get('path') or val.get('url'))[:60]}, not an "
+                                          "index: not read (the submission's own code, or a review item)"))
+            continue
+        spec = poetry_spec(str(raw))
+        if spec is None:
+            warnings.append((path, where, f"cannot read Poetry constraint {name} = {str(raw)[:40]!r}; took the name"))
+            spec = ""
+        out.append(Declared(canonicalize_name(str(name)), f"{name}{spec}", path, where))
+    return MetaScan(tuple(out), tuple(warnings))
+
+
+def parse_pipfile(text: str, path: str) -> MetaScan:
+    """Pipenv's ``[packages]`` (``[dev-packages]`` is development: not read)."""
+    data, warnings = _toml(text, path)
+    if data is None:
+        return MetaScan((), tuple(warnings))
+    out: list[Declared] = []
+    pkgs = data.get("packages", {})
+    for name, val in pkgs.items() if isinstance(pkgs, dict) else []:
+        raw = val.get("version", "*") if isinstance(val, dict) else val
+        where = _line_of(text, f"{name} =") or _line_of(text, str(name))
+        spec = "" if str(raw).strip() in ("", "*") else str(raw).strip()
+        d = _req(f"{name}{spec}", path, where, warnings)
+        if d is not None:
+            out.append(d)
+    return MetaScan(tuple(out), tuple(warnings))
+
+
+def parse_setup_cfg(text: str, path: str) -> MetaScan:
+    """``[options] install_requires`` of a setup.cfg (one requirement per line)."""
+    import configparser
+
+    cp = configparser.ConfigParser(interpolation=None)
+    try:
+        cp.read_string(text)
+    except configparser.Error as exc:
+        return MetaScan((), ((path, getattr(exc, "lineno", None), f"cannot read ({str(exc).splitlines()[0][:100]}); "
+                                                                  "declared dependencies not read"),))
+    warnings: list[tuple[str, int | None, str]] = []
+    out: list[Declared] = []
+    raw = cp.get("options", "install_requires", fallback="")
+    for item in raw.replace(";\n", "\n").splitlines():
+        item = item.split(" #", 1)[0].strip()
+        if item and (d := _req(item, path, _line_of(text, item), warnings)):
+            out.append(d)
+    return MetaScan(tuple(out), tuple(warnings))
+
+
+def parse_setup_py(text: str, path: str) -> MetaScan:
+    """``install_requires`` of a ``setup(...)`` call, read from the syntax tree (never run): a list
+    of string literals, or a name bound to one at module level. Anything computed is said so."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError) as exc:
+        return MetaScan((), ((path, getattr(exc, "lineno", None), "cannot parse setup.py; its install_requires "
+                                                                  "were not read"),))
+    names: dict[str, ast.expr] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            names[node.targets[0].id] = node.value
+    warnings: list[tuple[str, int | None, str]] = []
+    out: list[Declared] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup"):
+            continue
+        for kw in node.keywords:
+            if kw.arg != "install_requires":
+                continue
+            value = names.get(kw.value.id, kw.value) if isinstance(kw.value, ast.Name) else kw.value
+            if not isinstance(value, (ast.List, ast.Tuple)) or not all(
+                    isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
+                warnings.append((path, kw.value.lineno, "install_requires is computed (read from a file or built "
+                                                        "in code); not read: declare the requirements in model.toml"))
+                continue
+            for e in value.elts:
+                assert isinstance(e, ast.Constant)
+                if d := _req(str(e.value), path, e.lineno, warnings):
+                    out.append(d)
+    return MetaScan(tuple(out), tuple(warnings))
+
+
 PARSERS = {"metadata.json": parse_software_used, "info.json": parse_info_json,
            "environment.yml": parse_environment_yml, "environment.yaml": parse_environment_yml,
-           "requirements.txt": parse_requirements_txt}
+           "requirements.txt": parse_requirements_txt, "pyproject.toml": parse_pyproject,
+           "pipfile": parse_pipfile, "setup.cfg": parse_setup_cfg, "setup.py": parse_setup_py}
+
+
+def parser_for(path: str) -> Callable[[str, str], MetaScan] | None:
+    """The reader of a declaration file by its name (relative posix path), or None: the names in
+    PARSERS, any ``*requirement*.txt``, and YAML files named for a conda environment."""
+    name = path.rsplit("/", 1)[-1].lower()
+    if name == "requirements.txt":
+        return parse_any_requirements_txt  # docs/requirements.txt is development
+    if name in PARSERS:
+        return PARSERS[name]
+    if name.endswith(".txt") and ("requirement" in name or "/requirements/" in f"/{path.lower()}"):
+        return parse_any_requirements_txt
+    if name.endswith((".yml", ".yaml")) and re.search(r"env|conda", name):
+        return parse_environment_yml
+    return None
 
 
 _PIP_OPTS_WITH_VALUE = {"-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url",

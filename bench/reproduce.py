@@ -16,9 +16,11 @@ multi-GB environments fits on a small disk.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -51,14 +53,26 @@ def main() -> None:
     for name in folders:
         folder = a.contributions / name
         t = time.perf_counter()
+        proc = subprocess.Popen([pyrepro, "reproduce", str(folder), "--json"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
         try:
-            done = subprocess.run([pyrepro, "reproduce", str(folder), "--json"], capture_output=True, text=True,
-                                  env=env, timeout=a.timeout * 60, check=False)
-            doc = json.loads(done.stdout) if done.stdout.strip().startswith("{") else None
+            out, errtext = proc.communicate(timeout=a.timeout * 60)
+            doc = json.loads(out) if out.strip().startswith("{") else None
             rec = doc.get("result") if isinstance(doc, dict) else None  # the --json envelope (docs/json.md)
-            err = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+            err = errtext.strip().splitlines()[-1] if errtext.strip() else ""
         except subprocess.TimeoutExpired:
+            # a termination signal to the whole group (pdm and pip too): pyrepro saves the stages it
+            # reached ("interrupted") before it exits; what it had reached is named in the row
             rec, err = None, f"timed out after {a.timeout:.0f} min"
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+            err += _reached(folder, t)
         dt = time.perf_counter() - t
         if rec is None:
             rows.append([name, "-", "-", "-", f"{dt:.0f}", " ".join(err.split())[:160]])
@@ -87,6 +101,23 @@ def main() -> None:
     if a.markdown:
         a.markdown.write_text(f"Corpus: {corpus['repository']} @ {corpus['commit'][:12]}\n\n" + "\n".join(lines)
                               + f"\n\n{summary}\n")
+
+
+def _reached(folder: Path, started: float) -> str:
+    """The stages a timed-out reproduction had finished, from the record it saved when stopped."""
+    from pyrepro.paths import cache_dir
+    from pyrepro.reproduce import default_name
+
+    saved = cache_dir() / "reproduce" / f"{default_name(folder)}.json"
+    try:
+        if saved.stat().st_mtime < time.time() - (time.perf_counter() - started):
+            return ""  # a record of an earlier run
+        doc = json.loads(saved.read_text())
+    except (OSError, ValueError):
+        return ""
+    done = [f"{s['stage']} {s['status']} ({s['seconds']:.0f} s)" for s in doc.get("stages", [])
+            if s.get("status") in ("ok", "failed")]
+    return f" during {doc.get('stopped_at') or '?'}; " + ", ".join(done) if done else ""
 
 
 if __name__ == "__main__":

@@ -515,3 +515,35 @@ def test_pdm_env__http_cache_past_its_bound__removed_before_the_attempt(
     monkeypatch.setenv("PYREPRO_PDM_HTTP_CACHE_MB", "2")
     lock._pdm_env(None)
     assert not db.exists() and not (http / "http-cache.db-wal").exists()
+
+
+def test_lock_request__as_declared_backtracks__its_share_of_the_budget_then_date_bounded(tmp_path: Path) -> None:
+    """snap_mlearn: as-declared backtracked for the whole 900 s, then date-bounded locked in 25 s.
+    With a submission date to fall back on, as-declared gets a third of the per-attempt budget;
+    the date-bounded attempt gets all of it; the record says why the first stopped."""
+    from pyrepro.errors import ExternalToolError
+
+    d = _project(tmp_path, ["six"])
+    budgets: list[tuple[bool, float | None]] = []
+
+    def runner(cmd, *, cwd=None, env=None, check=True, timeout=None, on_line=None, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        bounded = "--exclude-newer" in argv
+        budgets.append((bounded, timeout))
+        if not bounded:
+            raise ExternalToolError(tuple(argv), -1, "", "", timeout=timeout)
+        proj = Path(argv[argv.index("-p") + 1])
+        h = lock.content_hash(lock.read_pyproject(proj / "pyproject.toml"))
+        (proj / "pdm.lock").write_text(GOOD_LOCK.format(h=h.removeprefix("sha256:")))
+        return Completed(tuple(argv), 0, "", "")
+
+    req = lock.LockRequest("p", d, "3.10", submitted=dt.date(2023, 1, 14))
+    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"), timeout=900, aarch64=False)
+    assert budgets == [(False, 300.0), (True, 900)]
+    assert out.category == 2 and out.strategy == "date-bounded"
+    assert "timed out after 300" in out.attempts[0].error
+    # no submission date: nothing to fall back on, as-declared keeps the whole budget
+    budgets.clear()
+    lock.lock_request(lock.LockRequest("q", d, "3.10"), runner=runner, python_exe=Path("/usr/bin/python3"),
+                      timeout=900, aarch64=False)
+    assert budgets[0] == (False, 900)

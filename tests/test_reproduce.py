@@ -298,6 +298,14 @@ def test_failed_sdists__isolated_attempt_names_one__the_retry_without_isolation_
     group = [Locked("future", "0.18.3", ("sha256:0",), True), Locked("mpi4py", "3.1.4", ("sha256:1",), True),
              Locked("msgpack", "1.0.4", ("sha256:2",), True)]
     assert failed_sdists(group, iso, noiso) == (("mpi4py", "3.1.4"),)
+    # only pip's closing lines left of the isolated attempt (the error a corpus run recorded, whose
+    # 25-line tail lost the "Building wheel for mpi4py" line): still mpi4py alone
+    closing = ("error: Cannot compile MPI programs. Check your configuration!!!\n"
+               "ERROR: Failed building wheel for mpi4py\n"
+               "ERROR: Could not build wheels for mpi4py, which is required to install pyproject.toml-based projects")
+    assert failed_sdists(group, closing, noiso) == (("mpi4py", "3.1.4"),)
+    assert failed_sdists(group, "ERROR: Could not build wheels for future, msgpack, which are required to install",
+                         noiso) == (("future", "0.18.3"), ("msgpack", "1.0.4"))
     # several sdists collected in one install (as snap_mlearn's): the wheel that failed is mpi4py's,
     # not the last one collected before the builds started
     joint = iso.replace("Building wheels for collected packages",

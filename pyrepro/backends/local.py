@@ -269,6 +269,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
             req = tmp / phase
             req.write_text(requirements_text(group), encoding="utf-8")
             failures = []
+            outputs = []  # each attempt's whole output: which sdist failed is read from it, not the tail
             for flags in tries:
                 res = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps",
                               "--progress-bar=off", *flags, "-r", str(req)],
@@ -276,6 +277,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                              on_line=output_detail(progress, label, pip_detail))
                 if res.returncode == 0:
                     break
+                outputs.append(f"{res.stdout or ''}\n{res.stderr or ''}")
                 mode = "without build isolation" if flags else ("with build isolation" if len(tries) > 1 else "")
                 failures.append(f"pip exit {res.returncode}{' ' + mode if mode else ''}:\n"
                                 + "\n".join((res.stderr or res.stdout).strip().splitlines()[-25:]))
@@ -286,7 +288,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                         "without a wheel for this Python are the usual causes")
                 if group is sdists:
                     raise SdistBuildError(f"installing {what} of {spec.name} failed: " + "; then ".join(failures),
-                                          packages=failed_sdists(group, *failures), hint=hint)
+                                          packages=failed_sdists(group, *outputs), hint=hint)
                 raise BuildError(f"installing {what} of {spec.name} failed: " + "; then ".join(failures), hint=hint)
         progress.advance(label, len(pkgs), "installed")
         for src in extra_pkgs:
@@ -421,6 +423,13 @@ def _named_failures(group: list[Locked], pip_output: str) -> tuple[tuple[str, st
     for m in re.finditer(r"(?:Building wheel|Preparing metadata|Getting requirements to build wheel)"
                          r"[^\n]*? for ([A-Za-z0-9._-]+)[^\n]*(?:error|did not run successfully)", pip_output):
         named.add(canonicalize_name(m.group(1)))
+    # pip's closing lines on stderr, all that is left when the build's own output is longer than
+    # the kept tail: "ERROR: Failed building wheel for x", "Could not build wheels for x, y, which
+    # are required ..." (snap_mlearn: only these named mpi4py, and the retry's output blamed the rest)
+    for m in re.finditer(r"Failed building wheel for ([A-Za-z0-9._-]+)", pip_output):
+        named.add(canonicalize_name(m.group(1)))
+    for m in re.finditer(r"Could not build wheels for ([A-Za-z0-9._, -]+?),? which (?:is|are) required", pip_output):
+        named |= {canonicalize_name(x) for x in re.split(r"[,\s]+", m.group(1)) if x and x != "and"}
     # "Collecting x==1.0" ... "Preparing metadata (pyproject.toml): finished with status 'error'":
     # pip names the package only on the Collecting line before the failed step
     # (a failed "Building wheel for x" names x itself, and comes after every Collecting line)

@@ -344,7 +344,8 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                 lock_timeout: float | None = None) -> Reproduction:
     """Stages 3-5 of ``reproduce``: build, imports, run. A locked sdist that does not build is
     replaced by the nearest release with a wheel for the chosen Python (recorded in model.toml as
-    a pin with its reason, then relocked and rebuilt; at most MAX_WHEEL_ROUNDS times)."""
+    a pin with its reason, then relocked and rebuilt; at most MAX_WHEEL_ROUNDS times); when no
+    release of it has one, the Python moves to the one of the sdist's day (``older_python``)."""
     from pyrepro.errors import SdistBuildError
     from pyrepro.registry import parse_model
 

@@ -324,6 +324,46 @@ def older_python(spec: Any, exc: Any, index: Any) -> tuple[str, str] | None:
                   f"{spec.python_reason or 'no reason recorded'})")
 
 
+def _not_provided(row: tuple[str, str, str]) -> bool:
+    """An import check row failing only because no installed distribution provides the module
+    (``No module named 'compute_metrics'`` for ``compute_metrics``), not because of an error
+    inside installed code."""
+    m = re.search(r"No module named '([^']+)'", row[2])
+    return bool(m) and m.group(1).split(".")[0] == row[0].split(".")[0]
+
+
+def _era_relock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any], inside: list[Any], *,
+                runner: Runner, progress: Any, lock_timeout: float | None) -> Any:
+    """Imports that fail inside installed code under an as-declared lock (newest releases mixed
+    with the submission's old pins: cdvae_model's pandas 1.5.3 with numpy 2.4 fails with "numpy.dtype
+    size changed") relock with nothing newer than the submission's date, once. The new spec, or
+    None when that does not apply or the relock fails (the import failure then stands)."""
+    from pyrepro import lock
+    from pyrepro.registry import parse_model
+
+    record = lock.read_record(spec.dir) or {}
+    if record.get("strategy") != "as-declared" or spec.submitted is None:
+        return None
+    first = inside[0]
+    why = f"{first[0]} fails to import inside installed code ({first[2][:160]})"
+    try:
+        outcome = lock.lock_model(spec, paths, runner=runner, progress=progress, start="date-bounded",
+                                  **({"timeout": lock_timeout} if lock_timeout else {}))
+    except PyreproError:
+        return None
+    if not outcome.ok:
+        return None
+    rec.setdefault("relaxed", []).append(f"relocked with nothing newer than the submission's date: {why} with "
+                                         "the as-declared lock (newest releases beside the submission's pins)")
+    for i, st in enumerate(stages):
+        if st.name == "lock":
+            stages[i] = Stage("lock", "ok", st.seconds + outcome.seconds,
+                              f"category {outcome.category} ({outcome.label}), {outcome.packages} packages, relocked "
+                              f"{outcome.strategy} after {why}", None, outcome.category)
+    stages[:] = [st for st in stages if st.name not in ("build", "imports")]
+    return parse_model(spec.path)
+
+
 def _lock_did_not_build(stages: list[Stage], exc: PyreproError) -> None:
     """A lock whose locked packages do not install is no lock (category 4): the lock row says so.
     Failures that are not the lock's (network, disk, a missing interpreter) leave it alone."""
@@ -350,108 +390,122 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
     from pyrepro.registry import parse_model
 
     name = spec.name
-    # 3. build
-    t0 = clock()
-    progress.begin(f"reproduce {name}: build")
-    replaced: list[str] = []
-    index = None
-    while True:
-        try:
-            from pyrepro.backends import local
-
-            built = local.build(spec, paths, mirror=mirror, runner=runner, progress=progress)
-            stages.append(Stage("build", "ok", clock() - t0, f"environment {built.env_key[:12]} (Python {built.python})"
-                                + (f"; after sdists that did not build: {'; '.join(replaced)}" if replaced else "")))
-            break
-        except SdistBuildError as exc:
-            if online and index is None:
-                from pyrepro.index import WheelIndex
-
-                index = WheelIndex(paths.cache)
-            rounds_left = len(replaced) < MAX_WHEEL_ROUNDS
-            steps, why = wheel_instead(spec, exc, index) if rounds_left else ([], "")
-            older = older_python(spec, exc, index) if rounds_left and not steps else None
-            if older is not None:
-                from pyrepro.interpreters import find_python
-
-                try:
-                    find_python(older[0], runner=runner)
-                except PyreproError as missing:  # say which Python the move needs, change nothing
-                    why = f"{why}; {older[1]}; but {missing}"
-                    older = None
-            if not steps and older is None:
-                _lock_did_not_build(stages, exc)
-                stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)) + (f" ({why})" if why else ""),
-                                    _next_step(exc, "read the build log; a reviewed pin in model.toml usually "
-                                                    "fixes it")))
-                return done(exc)
-            from pyrepro import lock
-
-            if older is not None:
-                lock.persist_python(lock.LockRequest.from_spec(spec), *older)
-                replaced.append(f"Python {spec.python} -> {older[0]}")
-                rec["python"], rec["python_reason"] = older
-                rec.setdefault("relaxed", []).append(f"Python {spec.python} -> {older[0]}: {older[1]}")
-            else:
-                lock.persist_to_model_toml(lock.LockRequest.from_spec(spec), steps)
-                replaced += [f"{st.before} -> {st.after}" for st in steps]
-                rec.setdefault("relaxed", []).extend(f"{st.summary}: {st.reason}" for st in steps)
-            spec = parse_model(spec.path)
+    era_relocked = False
+    while True:  # once more after a date-bounded relock (see _era_relock)
+        # 3. build
+        t0 = clock()
+        progress.begin(f"reproduce {name}: build")
+        replaced: list[str] = []
+        index = None
+        while True:
             try:
-                outcome = lock.lock_model(spec, paths, runner=runner, progress=progress,
-                                          **({"timeout": lock_timeout} if lock_timeout else {}))
-            except PyreproError as lexc:
-                stages.append(Stage("build", "failed", clock() - t0, f"relock after {replaced[-1]}: {gist(str(lexc))}",
-                                    _next_step(lexc, "see the lock record")))
-                return done(lexc)
-            if not outcome.ok:
-                from pyrepro.errors import ResolutionError
+                from pyrepro.backends import local
 
-                err = ResolutionError(f"relock after {replaced[-1]} failed: {outcome.message}",
-                                      hint="add a reviewed pin to model.toml, then rerun")
-                stages.append(Stage("build", "failed", clock() - t0, gist(str(err)), err.hint or ""))
-                return done(err)
-            spec = parse_model(spec.path)
+                built = local.build(spec, paths, mirror=mirror, runner=runner, progress=progress)
+                stages.append(Stage("build", "ok", clock() - t0, f"environment {built.env_key[:12]} (Python {built.python})"
+                                    + (f"; after sdists that did not build: {'; '.join(replaced)}" if replaced else "")))
+                break
+            except SdistBuildError as exc:
+                if online and index is None:
+                    from pyrepro.index import WheelIndex
+
+                    index = WheelIndex(paths.cache)
+                rounds_left = len(replaced) < MAX_WHEEL_ROUNDS
+                steps, why = wheel_instead(spec, exc, index) if rounds_left else ([], "")
+                older = older_python(spec, exc, index) if rounds_left and not steps else None
+                if older is not None:
+                    from pyrepro.interpreters import find_python
+
+                    try:
+                        find_python(older[0], runner=runner)
+                    except PyreproError as missing:  # say which Python the move needs, change nothing
+                        why = f"{why}; {older[1]}; but {missing}"
+                        older = None
+                if not steps and older is None:
+                    _lock_did_not_build(stages, exc)
+                    stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)) + (f" ({why})" if why else ""),
+                                        _next_step(exc, "read the build log; a reviewed pin in model.toml usually "
+                                                        "fixes it")))
+                    return done(exc)
+                from pyrepro import lock
+
+                if older is not None:
+                    lock.persist_python(lock.LockRequest.from_spec(spec), *older)
+                    replaced.append(f"Python {spec.python} -> {older[0]}")
+                    rec["python"], rec["python_reason"] = older
+                    rec.setdefault("relaxed", []).append(f"Python {spec.python} -> {older[0]}: {older[1]}")
+                else:
+                    lock.persist_to_model_toml(lock.LockRequest.from_spec(spec), steps)
+                    replaced += [f"{st.before} -> {st.after}" for st in steps]
+                    rec.setdefault("relaxed", []).extend(f"{st.summary}: {st.reason}" for st in steps)
+                spec = parse_model(spec.path)
+                try:
+                    outcome = lock.lock_model(spec, paths, runner=runner, progress=progress,
+                                              **({"timeout": lock_timeout} if lock_timeout else {}))
+                except PyreproError as lexc:
+                    stages.append(Stage("build", "failed", clock() - t0, f"relock after {replaced[-1]}: {gist(str(lexc))}",
+                                        _next_step(lexc, "see the lock record")))
+                    return done(lexc)
+                if not outcome.ok:
+                    from pyrepro.errors import ResolutionError
+
+                    err = ResolutionError(f"relock after {replaced[-1]} failed: {outcome.message}",
+                                          hint="add a reviewed pin to model.toml, then rerun")
+                    stages.append(Stage("build", "failed", clock() - t0, gist(str(err)), err.hint or ""))
+                    return done(err)
+                spec = parse_model(spec.path)
+            except PyreproError as exc:
+                _lock_did_not_build(stages, exc)
+                stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)),
+                                    _next_step(exc, "read the build log; a reviewed pin in model.toml usually fixes it")))
+                return done(exc)
+
+        # 4. imports
+        t0 = clock()
+        progress.begin(f"reproduce {name}: import check")
+        try:
+            from pyrepro import run as run_mod
+
+            modules = run_mod.scanned_modules(spec, built)
+            rows = run_mod.check_imports(spec, built, modules=modules) if modules else []
+            rec["imports"] = [tuple(r) for r in rows]
+            bad = [r for r in rows if r[1] != "ok"]
+            if not modules:
+                exc2: PyreproError = InputError("the code imports no third-party module: the import check proves nothing",
+                                                path=spec.dir / "model.toml",
+                                                hint="check that the folder holds the model's code (.py or .ipynb) "
+                                                     "and the entry point in model.toml")
+                stages.append(Stage("imports", "failed", clock() - t0, str(exc2), exc2.hint or ""))
+                return done(exc2)
+            if bad and not era_relocked:
+                inside = [r for r in bad if not _not_provided(r)]
+                again = _era_relock(spec, paths, stages, rec, inside, runner=runner, progress=progress,
+                                    lock_timeout=lock_timeout) if inside else None
+                if again is not None:
+                    spec, era_relocked = again, True
+                    continue
+            if bad:
+                from pyrepro.errors import BuildError
+
+                first = bad[0]
+                # an import no PyPI distribution provides carries its own reason in model.toml's notes
+                known = re.search(rf"unresolved import {re.escape(first[0])}: ([^\n]+)", spec.notes or "")
+                exc3 = BuildError(f"{len(bad)} of {len(rows)} modules fail to import: {first[0]}: {first[2][:200]}",
+                                  hint=(f"{first[0]} is {known.group(1)}" if known else
+                                        f"no locked distribution provides {first[0]}: code from another repository "
+                                        "goes into model.toml as [[extra_sources]] (name, repository, 40-hex "
+                                        "commit), a PyPI distribution of another name as a [mapping] entry; "
+                                        "then rerun" if _not_provided(first) else
+                                        "pin the failing distribution to a release of the submission's time in "
+                                        "model.toml ([[dependencies.pins]]), relock and rerun"))
+                stages.append(Stage("imports", "failed", clock() - t0, str(exc3), exc3.hint or ""))
+                return done(exc3)
+            stages.append(Stage("imports", "ok", clock() - t0, f"{len(rows)} modules import: "
+                                + ", ".join(r[0] for r in rows[:8]) + (" ..." if len(rows) > 8 else "")))
         except PyreproError as exc:
-            _lock_did_not_build(stages, exc)
-            stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)),
-                                _next_step(exc, "read the build log; a reviewed pin in model.toml usually fixes it")))
+            stages.append(Stage("imports", "failed", clock() - t0, str(exc), _next_step(exc, "see the import check")))
             return done(exc)
-
-    # 4. imports
-    t0 = clock()
-    progress.begin(f"reproduce {name}: import check")
-    try:
-        from pyrepro import run as run_mod
-
-        modules = run_mod.scanned_modules(spec, built)
-        rows = run_mod.check_imports(spec, built, modules=modules) if modules else []
-        rec["imports"] = [tuple(r) for r in rows]
-        bad = [r for r in rows if r[1] != "ok"]
-        if not modules:
-            exc2: PyreproError = InputError("the code imports no third-party module: the import check proves nothing",
-                                            path=spec.dir / "model.toml",
-                                            hint="check that the folder holds the model's code (.py or .ipynb) "
-                                                 "and the entry point in model.toml")
-            stages.append(Stage("imports", "failed", clock() - t0, str(exc2), exc2.hint or ""))
-            return done(exc2)
-        if bad:
-            from pyrepro.errors import BuildError
-
-            first = bad[0]
-            # an import no PyPI distribution provides carries its own reason in model.toml's notes
-            known = re.search(rf"unresolved import {re.escape(first[0])}: ([^\n]+)", spec.notes or "")
-            exc3 = BuildError(f"{len(bad)} of {len(rows)} modules fail to import: {first[0]}: {first[2][:200]}",
-                              hint=(f"{first[0]} is {known.group(1)}" if known else
-                                    "pin the failing distribution to a release of the submission's time in "
-                                    "model.toml ([[dependencies.pins]]), relock and rerun"))
-            stages.append(Stage("imports", "failed", clock() - t0, str(exc3), exc3.hint or ""))
-            return done(exc3)
-        stages.append(Stage("imports", "ok", clock() - t0, f"{len(rows)} modules import: "
-                            + ", ".join(r[0] for r in rows[:8]) + (" ..." if len(rows) > 8 else "")))
-    except PyreproError as exc:
-        stages.append(Stage("imports", "failed", clock() - t0, str(exc), _next_step(exc, "see the import check")))
-        return done(exc)
+        break
 
     # 5. run
     if test:

@@ -445,3 +445,61 @@ def test_python_of_day__release_boundaries() -> None:
     assert python_of_day(dt.date(2020, 2, 19)) == "3.8"
     assert python_of_day(dt.date(2019, 10, 14)) == "3.8" and python_of_day(dt.date(2019, 10, 13)) == "3.7"
     assert python_of_day(dt.date(2010, 1, 1)) is None
+
+
+def test_reproduce__imports_fail_inside_installed_code_with_as_declared_lock__relocked_date_bounded_once(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cdvae_model: the as-declared lock put numpy 2.4 beside the pandas 1.5.3 its pins forced;
+    pandas fails to import ("numpy.dtype size changed"). The lock is redone with nothing newer
+    than the submission's date, the environment rebuilt, the imports checked again. A module no
+    distribution provides ('compute_metrics', copied from another repository) does not trigger
+    this, and its next step says what to add."""
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+
+    root = write_files({"sub/run.py": "import pandas\nfrom compute_metrics import GenEval\n",
+                        "sub/metadata.json": json.dumps({"date_submitted": "07-30-2023"})})
+    locks: list[str] = []
+
+    def fake_lock(spec, paths, start="as-declared", **kw):  # type: ignore[no-untyped-def]
+        locks.append(start)
+        (spec.dir / "lock.toml").write_text(f'schema = 1\ncategory = {1 if start == "as-declared" else 2}\n'
+                                            f'strategy = "{start}"\n')
+        return lock.LockOutcome(spec.name, 1 if start == "as-declared" else 2, start, (), (), (), (), (), (), 1.0,
+                                spec.python, ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock",
+                                spec.dir / "lock.toml", "ok")
+
+    builds: list[str] = []
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        builds.append(lock.read_record(spec.dir)["strategy"])
+        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
+                          "s" * 20, paths.cache / "launch", "3.11.9", True, True, 0.1)
+
+    def fake_imports(spec, built, **kw):  # type: ignore[no-untyped-def]
+        era = lock.read_record(spec.dir)["strategy"] == "date-bounded"
+        pandas = ("pandas", "ok", "") if era else ("pandas", "error", "ValueError: numpy.dtype size changed, may "
+                                                   "indicate binary incompatibility. Expected 96 from C header, got 88")
+        return [("compute_metrics", "error", "ModuleNotFoundError: No module named 'compute_metrics'"), pandas]
+
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["compute_metrics", "pandas"])
+    monkeypatch.setattr(run_mod, "check_imports", fake_imports)
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=False)
+    assert locks == ["as-declared", "date-bounded"] and builds == ["as-declared", "date-bounded"]
+    names = [s.name for s in res.stages]
+    assert names == ["init", "lock", "build", "imports", "run"]  # one row per stage, the last attempt's
+    lock_row = next(s for s in res.stages if s.name == "lock")
+    assert lock_row.category == 2 and "after pandas fails to import inside installed code" in lock_row.detail
+    imp = next(s for s in res.stages if s.name == "imports")
+    assert imp.status == "failed" and "1 of 2 modules fail to import: compute_metrics" in imp.detail
+    assert "[[extra_sources]]" in imp.next_step
+    assert any("relocked with nothing newer than the submission's date" in r for r in res.relaxed)
+
+    # a module no distribution provides, alone, never relocks
+    locks.clear()
+    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [
+        ("compute_metrics", "error", "ModuleNotFoundError: No module named 'compute_metrics'")])
+    reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=False, force=True)
+    assert locks == ["as-declared"]

@@ -198,6 +198,19 @@ def test_scan__pip_install_lines__located_declarations(write_files: Write,
     assert "xgboost" in out["unused_declared"]
 
 
+def test_scan__pip_install_of_a_cloned_folder__never_a_pypi_name(write_files: Write,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """nequip_mlearn: `!git clone .../allegro.git` then `!pip install allegro/`. PyPI's 'allegro'
+    is another project: the folder is said to be a local path, never declared."""
+    root = write_files({"nb.ipynb": _nb("!git clone --depth 1 https://github.com/mir-group/allegro.git\n"
+                                        "!pip install allegro/ lib/sub ~/src/x nequip==0.5.5\n", "import nequip\n")})
+    out = scan_json(root, capsys)
+    assert [d["name"] for d in out["declarations"]] == ["nequip"]
+    said = [w for w in out["warnings"] if "a local path or file" in w]
+    assert [w.split(": ", 1)[1].split(":")[0] for w in said] == ["pip install allegro/", "pip install lib/sub",
+                                                                 "pip install ~/src/x"]
+
+
 def test_scan__model_mapping__first_resolver(write_files: Write, capsys: pytest.CaptureFixture[str],
                                              tmp_path: Path) -> None:
     root = write_files({"c/run.py": "import numpy\nimport mystery_mod\n"})

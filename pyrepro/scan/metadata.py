@@ -492,8 +492,11 @@ def pip_install_requirements(argv: tuple[str, ...], path: str, line: int | None,
                     out.append(Declared(d.name, d.spec, path, line, cell))
             i += 1
             continue
-        if a in (".", "..") or a.startswith(("./", "../", "/")) or a.endswith((".whl", ".tar.gz", ".zip")):
-            warnings.append((path, line, f"pip install {a}: a local path or file, not a declaration"))
+        # a folder ("allegro/", cloned a line before: nequip_mlearn) or an archive is not a PyPI name
+        if a in (".", "..") or a.startswith(("./", "../", "/", "~")) or a.endswith((".whl", ".tar.gz", ".zip")) \
+                or ("/" in a and "://" not in a and "@" not in a):
+            warnings.append((path, line, f"pip install {a}: a local path or file, not a declaration (code cloned "
+                                         "or shipped with the submission: pin it as an extra source)"))
             i += 1
             continue
         d = _req(a, path, line, warnings)

@@ -36,6 +36,8 @@ RELEASES: tuple[tuple[str, dt.date], ...] = (
     ("3.12", dt.date(2023, 10, 2)), ("3.13", dt.date(2024, 10, 7)),
 )
 NEWEST = RELEASES[-1][0]
+# How every reason for a Python chosen without evidence begins (reproduce moves only such a Python).
+NO_EVIDENCE = "no Python stated"
 # How strong each kind of evidence is (lower wins).
 RANK = {"pin": 0, "notebook": 1, "python2": 2}
 
@@ -245,14 +247,14 @@ def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = N
             if unknown == len(pins):
                 break  # the index could not be asked: decide by date
             if not missing:
-                return PythonChoice(v, f"no Python stated; the newest CPython {bound} with wheels for all "
+                return PythonChoice(v, f"{NO_EVIDENCE}; the newest CPython {bound} with wheels for all "
                                        f"{len(pins)} exact pins")
             scores.append((len(missing), v, missing))
         if scores:
             _n, v, missing = min(scores, key=lambda s: s[0])  # newest first, so ties keep the newest
-            return PythonChoice(v, f"no Python stated; no CPython {bound} has wheels for every exact pin; "
+            return PythonChoice(v, f"{NO_EVIDENCE}; no CPython {bound} has wheels for every exact pin; "
                                    f"{v} lacks the fewest ({', '.join(missing)})")
-    return PythonChoice(candidates[-1], f"no Python stated; the newest CPython {bound}")
+    return PythonChoice(candidates[-1], f"{NO_EVIDENCE}; the newest CPython {bound}")
 
 
 # ------------------------------------------------------------------------------------- benchmarks

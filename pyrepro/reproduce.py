@@ -364,6 +364,61 @@ def _era_relock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
     return parse_model(spec.path)
 
 
+def _older_python_relock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any], inside: list[Any],
+                         *, runner: Runner, progress: Any, lock_timeout: float | None) -> Any:
+    """Imports that fail inside installed code when no Python was stated (the newest CPython of the
+    submission's date was a guess: matgl_mlearn's torch 1.13.1 fails on 3.11 with "mutable default
+    ... use default_factory", a 3.11 dataclass rule) move to the next older CPython, once: recorded
+    in model.toml, relocked, rebuilt. The new spec, or None when that does not apply."""
+    from pyrepro import lock
+    from pyrepro.evidence import NO_EVIDENCE, RELEASES
+    from pyrepro.interpreters import find_python
+    from pyrepro.registry import parse_model
+
+    if not (spec.python_reason or "").startswith(NO_EVIDENCE):
+        return None  # a Python the submission states is kept
+    versions = [v for v, _d in RELEASES]
+    if spec.python not in versions or versions.index(spec.python) == 0:
+        return None
+    older = versions[versions.index(spec.python) - 1]
+    try:
+        find_python(older, runner=runner)
+    except PyreproError:
+        return None
+    python_made = [r for r in inside if "shared object file" not in r[2]]  # a missing system library: no
+    if not python_made:
+        return None
+    first = python_made[0]
+    reason = (f"{older}: {first[0]} fails to import inside installed code on CPython {spec.python} "
+              f"({first[2][:160]}); no Python was stated, so the next older one (rule imports-to-older-python; "
+              f"before: {spec.python}, {spec.python_reason})")
+    kept = {f: f.read_text(encoding="utf-8") for f in (spec.path, spec.dir / "pyproject.toml", spec.dir / "pdm.lock",
+                                                       spec.dir / "lock.toml") if f.is_file()}
+    lock.persist_python(lock.LockRequest.from_spec(spec), older, reason)
+    new = parse_model(spec.path)
+    try:
+        outcome = lock.lock_model(new, paths, runner=runner, progress=progress,
+                                  **({"timeout": lock_timeout} if lock_timeout else {}))
+    except PyreproError:
+        outcome = None
+    if outcome is None or not outcome.ok:  # no lock for the older Python: every file back as it was
+        from pyrepro.fsutil import atomic_write_text
+
+        for f, text in kept.items():
+            atomic_write_text(f, text)
+        return None
+    rec["python"], rec["python_reason"] = older, reason
+    rec.setdefault("relaxed", []).append(f"Python {spec.python} -> {older}: {reason}")
+    for i, st in enumerate(stages):
+        if st.name == "lock":
+            stages[i] = Stage("lock", "ok", st.seconds + outcome.seconds,
+                              f"category {outcome.category} ({outcome.label}), {outcome.packages} packages, relocked "
+                              f"for Python {older} after {first[0]} failed to import on {spec.python}", None,
+                              outcome.category)
+    stages[:] = [st for st in stages if st.name not in ("build", "imports")]
+    return new
+
+
 def _lock_did_not_build(stages: list[Stage], exc: PyreproError) -> None:
     """A lock whose locked packages do not install is no lock (category 4): the lock row says so.
     Failures that are not the lock's (network, disk, a missing interpreter) leave it alone."""
@@ -390,8 +445,8 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
     from pyrepro.registry import parse_model
 
     name = spec.name
-    era_relocked = False
-    while True:  # once more after a date-bounded relock (see _era_relock)
+    second_chances: set[str] = set()  # each at most once: "era" (_era_relock), "python" (_older_python_relock)
+    while True:  # again after a relock that an import failure asked for
         # 3. build
         t0 = clock()
         progress.begin(f"reproduce {name}: build")
@@ -477,12 +532,20 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                                                      "and the entry point in model.toml")
                 stages.append(Stage("imports", "failed", clock() - t0, str(exc2), exc2.hint or ""))
                 return done(exc2)
-            if bad and not era_relocked:
-                inside = [r for r in bad if not _not_provided(r)]
+            inside = [r for r in bad if not _not_provided(r)]
+            if inside and "era" not in second_chances:
+                second_chances.add("era")
                 again = _era_relock(spec, paths, stages, rec, inside, runner=runner, progress=progress,
-                                    lock_timeout=lock_timeout) if inside else None
+                                    lock_timeout=lock_timeout)
                 if again is not None:
-                    spec, era_relocked = again, True
+                    spec = again
+                    continue
+            if inside and "python" not in second_chances:
+                second_chances.add("python")
+                again = _older_python_relock(spec, paths, stages, rec, inside, runner=runner, progress=progress,
+                                             lock_timeout=lock_timeout)
+                if again is not None:
+                    spec = again
                     continue
             if bad:
                 from pyrepro.errors import BuildError

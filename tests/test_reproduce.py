@@ -503,3 +503,76 @@ def test_reproduce__imports_fail_inside_installed_code_with_as_declared_lock__re
         ("compute_metrics", "error", "ModuleNotFoundError: No module named 'compute_metrics'")])
     reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=False, force=True)
     assert locks == ["as-declared"]
+
+
+def _imports_world(monkeypatch: pytest.MonkeyPatch, *, lock_ok_for: set[str]) -> dict[str, list[str]]:
+    """torch 1.13 fails to import on 3.11 (a dataclass rule of 3.11) and imports on 3.10."""
+    from pyrepro import interpreters as interp
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+
+    seen: dict[str, list[str]] = {"locks": [], "builds": []}
+
+    def fake_lock(spec, paths, start="as-declared", **kw):  # type: ignore[no-untyped-def]
+        seen["locks"].append(spec.python)
+        ok = spec.python in lock_ok_for
+        (spec.dir / "lock.toml").write_text(f'schema = 1\ncategory = {2 if ok else 4}\nstrategy = "date-bounded"\n'
+                                            f'python = "{spec.python}"\n')
+        (spec.dir / "pdm.lock").write_text(f"# lock for {spec.python}\n")
+        return lock.LockOutcome(spec.name, 2 if ok else 4, "date-bounded" if ok else "none", (), (), (), (), (), (),
+                                1.0, spec.python, ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock",
+                                spec.dir / "lock.toml", "ok" if ok else "no resolution")
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        seen["builds"].append(spec.python)
+        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
+                          "s" * 20, paths.cache / "launch", f"{spec.python}.9", True, True, 0.1)
+
+    def fake_imports(spec, built, **kw):  # type: ignore[no-untyped-def]
+        if spec.python == "3.11":
+            return [("torch", "error", "ValueError: mutable default <class 'TensorProperties'> for field "
+                                       "tensor_properties is not allowed: use default_factory")]
+        return [("torch", "ok", "")]
+
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(interp, "find_python", lambda v, runner=None: Path(f"/usr/bin/python{v}"))
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["torch"])
+    monkeypatch.setattr(run_mod, "check_imports", fake_imports)
+    return seen
+
+
+def test_reproduce__imports_fail_on_a_guessed_python__next_older_python_once(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """matgl_mlearn: no Python stated, 3.11 chosen by the date; its torch 1.13.1 fails to import on
+    3.11. The Python moves to 3.10 (model.toml says why), relock, rebuild, imports pass. A Python
+    the submission states is never moved."""
+    import tomllib
+
+    seen = _imports_world(monkeypatch, lock_ok_for={"3.10", "3.11"})
+    root = write_files({"sub/run.py": "import torch\n", "sub/metadata.json": json.dumps({"date_submitted": "02-16-2023"})})
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=False)
+    assert seen["builds"] == ["3.11", "3.10"] and res.ok, res.stages
+    doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
+    assert doc["python"] == "3.10" and "imports-to-older-python" in doc["python_reason"]
+    assert "torch fails to import inside installed code on CPython 3.11" in doc["python_reason"]
+    assert res.python == "3.10" and [s.name for s in res.stages] == ["init", "lock", "build", "imports", "run"]
+
+    # stated in the submission (environment.yml): kept, the import failure stands
+    seen2 = _imports_world(monkeypatch, lock_ok_for={"3.10", "3.11"})
+    root2 = write_files({"st/run.py": "import torch\n", "st/environment.yml": "dependencies:\n  - python=3.11\n"})
+    res2 = reproduce.reproduce(root2 / "st", paths=Paths.discover(), name="st", online=False)
+    assert seen2["builds"] == ["3.11"] and res2.stopped_at is not None and res2.stopped_at.name == "imports"
+
+
+def test_reproduce__older_python_does_not_lock__every_file_back_as_it_was(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _imports_world(monkeypatch, lock_ok_for={"3.11"})
+    root = write_files({"sub/run.py": "import torch\n", "sub/metadata.json": json.dumps({"date_submitted": "02-16-2023"})})
+    model = project / "models" / "sub"
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=False)
+    assert seen["locks"] == ["3.11", "3.10"] and seen["builds"] == ["3.11"]
+    assert res.stopped_at is not None and res.stopped_at.name == "imports" and "torch" in res.stopped_at.detail
+    assert 'python = "3.11"' in (model / "model.toml").read_text()
+    assert (model / "pdm.lock").read_text() == "# lock for 3.11\n" and 'python = "3.11"' in (model / "lock.toml").read_text()
+    assert '"==3.11.*"' in (model / "pyproject.toml").read_text()

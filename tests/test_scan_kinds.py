@@ -325,3 +325,23 @@ def test_scan__colab_export_automagic_pip__declaration_no_parse_warning(write_fi
     assert not [w for w in out["warnings"] if "does not parse" in w]
     specs = {d["spec"]: d["location"]["line"] for d in out["declarations"]}
     assert specs == {"chgnet==0.3.0": 2, "numpy==1.23.5": 5}
+
+
+def test_scan__commented_pip_install__declarations_not_runtime_tools(write_files: Write,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """transformers_gpt2_medium_base's run.py keeps its notebook's install line as a comment
+    ("#!pip install transformers datasets evaluate rouge_score jarvis-tools"): that is what the
+    author installed; rouge_score, never imported, is what evaluate.load("rouge") needs."""
+    root = write_files({
+        "run.py": "#!pip install transformers datasets evaluate rouge_score jarvis-tools\n"
+                  "# %pip install torch==2.0.1\nimport evaluate\nx = 1  # pip install nothing\n",
+        "nb.ipynb": _nb("# !pip install lightgbm==3.3.5\nimport lightgbm\n"),
+    })
+    out = scan_json(root, capsys)
+    decl = {d["name"]: d for d in out["declarations"]}
+    assert set(decl) == {"transformers", "datasets", "evaluate", "rouge-score", "jarvis-tools", "torch", "lightgbm"}
+    assert decl["torch"]["spec"] == "torch==2.0.1" and decl["torch"]["location"] == {"path": "run.py", "line": 2,
+                                                                                      "cell": None}
+    assert decl["lightgbm"]["location"] == {"path": "nb.ipynb", "line": 1, "cell": 0}
+    assert "pip" not in out["runtime_tools"]
+    assert "rouge-score" in out["unused_declared"]

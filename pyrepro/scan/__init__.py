@@ -28,6 +28,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +46,7 @@ from pyrepro.types import Location
 SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules", ".venv", "venv", ".tox", ".mypy_cache"}
 MAX_BYTES = 20_000_000
 # Bump when extraction changes what it returns: the per-file cache is keyed by it.
-EXTRACT_VERSION = "4"
+EXTRACT_VERSION = "5"
 SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch", ".job", ".pbs")
 PARALLEL_MIN_BYTES = 2_000_000  # below this, worker start-up costs more than it saves
 FAST_MIN_BYTES = 2_000_000  # from this much Python on, the fast reader (fastpy) is used unless thorough
@@ -378,7 +379,23 @@ def _code_payload(parsed: pysrc.Parsed, cell: int | None, out: dict[str, list[An
 
 def _empty_payload() -> dict[str, Any]:
     return {"imports": [], "commands": [], "warnings": [], "python2": [], "syspath": [], "entry_points": [],
-            "script": False, "lines": 0, "code": False}
+            "script": False, "lines": 0, "code": False, "commented_installs": []}
+
+
+# "# !pip install x" / "#%pip install x": the install line of a notebook kept as a comment (a converted
+# notebook, a cell the author ran once): what the author installed, though nothing runs it now
+_COMMENTED_INSTALL = re.compile(r"^\s*#\s*[!%]?\s*((?:python3?\s+-m\s+)?pip3?\s+install\s.+)$")
+
+
+def _commented_installs(text: str, cell: int | None, out: dict[str, Any]) -> None:
+    if "pip" not in text:
+        return
+    for n, line in enumerate(text.splitlines(), 1):
+        m = _COMMENTED_INSTALL.match(line)
+        if m:
+            for tool, argv in shell.command_tools(m.group(1)):
+                if tool in ("pip", "pip3"):
+                    out["commented_installs"].append([list(argv), n, cell])
 
 
 def extract_bytes(kind: str, data: bytes, thorough: bool = False) -> dict[str, Any]:
@@ -400,6 +417,7 @@ def extract_bytes(kind: str, data: bytes, thorough: bool = False) -> dict[str, A
         parsed = pysrc.parse_code(text) if thorough else fastpy.parse_fast(text)
         out["script"] = parsed.main_guard
         _code_payload(parsed, None, out)
+        _commented_installs(text, None, out)
     elif kind == "notebook":
         out["code"] = True
         try:
@@ -414,6 +432,7 @@ def extract_bytes(kind: str, data: bytes, thorough: bool = False) -> dict[str, A
         for c in cells:
             out["lines"] += _count_lines(c.source)
             _code_payload(pysrc.parse_code(c.source), c.index, out)
+            _commented_installs(c.source, c.index, out)
     elif kind == "shell":  # extract() has already checked that the file is a shell script
         text = data.decode("utf-8", errors="replace")
         sh = shell.scan_shell(text)
@@ -440,6 +459,10 @@ def _facts(src: SourceFile, payload: dict[str, Any]) -> FileFacts:
             ds, ws = meta.pip_install_requirements(c.argv, rel, c.location.line, c.location.cell)
             declared.extend(ds)
             warnings.extend(Warning_(loc(line, c.location.cell), msg) for _p, line, msg in ws)
+    for argv, line, cell in payload.get("commented_installs", ()):  # declarations too, though commented out
+        ds, ws = meta.pip_install_requirements(tuple(argv), rel, line, cell)
+        declared.extend(ds)
+        warnings.extend(Warning_(loc(wline, cell), msg) for _p, wline, msg in ws)
     return FileFacts(
         source=src, imports=imports, commands=commands, declared=tuple(declared), warnings=tuple(warnings),
         python2=tuple(Warning_(loc(line, cell), msg) for line, cell, msg in payload["python2"]),

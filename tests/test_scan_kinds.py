@@ -327,21 +327,29 @@ def test_scan__colab_export_automagic_pip__declaration_no_parse_warning(write_fi
     assert specs == {"chgnet==0.3.0": 2, "numpy==1.23.5": 5}
 
 
-def test_scan__commented_pip_install__declarations_not_runtime_tools(write_files: Write,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_scan__commented_pip_install__weaker_declarations_not_runtime_tools(
+        write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
     """transformers_gpt2_medium_base's run.py keeps its notebook's install line as a comment
-    ("#!pip install transformers datasets evaluate rouge_score jarvis-tools"): that is what the
-    author installed; rouge_score, never imported, is what evaluate.load("rouge") needs."""
+    ("#!pip install transformers datasets evaluate rouge_score jarvis-tools"): what the author
+    installed; rouge_score, never imported, comes along (evaluate.load("rouge") needs it). A
+    commented line is weaker than an active one: cdvae's abandoned "# !pip install
+    pytorch-lightning==1.3.6" beside an active "!pip install pytorch-lightning" is not taken, nor
+    snap_mlearn's "# # !pip install fitsnap3", which installs nothing the code imports."""
     root = write_files({
         "run.py": "#!pip install transformers datasets evaluate rouge_score jarvis-tools\n"
-                  "# %pip install torch==2.0.1\nimport evaluate\nx = 1  # pip install nothing\n",
-        "nb.ipynb": _nb("# !pip install lightgbm==3.3.5\nimport lightgbm\n"),
+                  "# # !pip install fitsnap3\nimport evaluate\nimport pytorch_lightning\nx = 1  # pip install nothing\n",
+        "nb.ipynb": _nb("!pip install -q pytorch-lightning wandb\n# !pip install -q pytorch-lightning==1.3.6\n",
+                        "# !pip install lightgbm==3.3.5\nimport lightgbm\n"),
     })
     out = scan_json(root, capsys)
     decl = {d["name"]: d for d in out["declarations"]}
-    assert set(decl) == {"transformers", "datasets", "evaluate", "rouge-score", "jarvis-tools", "torch", "lightgbm"}
-    assert decl["torch"]["spec"] == "torch==2.0.1" and decl["torch"]["location"] == {"path": "run.py", "line": 2,
-                                                                                      "cell": None}
-    assert decl["lightgbm"]["location"] == {"path": "nb.ipynb", "line": 1, "cell": 0}
-    assert "pip" not in out["runtime_tools"]
+    assert set(decl) == {"transformers", "datasets", "evaluate", "rouge-score", "jarvis-tools", "lightgbm",
+                         "pytorch-lightning", "wandb"}
+    assert decl["pytorch-lightning"]["spec"] == "pytorch-lightning" and "commented" not in decl["pytorch-lightning"]
+    assert decl["lightgbm"] == {"name": "lightgbm", "spec": "lightgbm==3.3.5", "commented": True,
+                                "location": {"path": "nb.ipynb", "line": 1, "cell": 1}}
+    warnings = "\n".join(out["warnings"])
+    assert "nb.ipynb[cell 0]:2: pytorch-lightning==1.3.6: a commented-out install; an active" in warnings
+    assert "fitsnap3: a commented-out install of nothing the code imports" in warnings
     assert "rouge-score" in out["unused_declared"]
+    assert "pip" not in scan_json(root / "run.py", capsys)["runtime_tools"]  # a comment runs nothing

@@ -384,7 +384,7 @@ def _empty_payload() -> dict[str, Any]:
 
 # "# !pip install x" / "#%pip install x": the install line of a notebook kept as a comment (a converted
 # notebook, a cell the author ran once): what the author installed, though nothing runs it now
-_COMMENTED_INSTALL = re.compile(r"^\s*#\s*[!%]?\s*((?:python3?\s+-m\s+)?pip3?\s+install\s.+)$")
+_COMMENTED_INSTALL = re.compile(r"^\s*(?:#\s*)+[!%]?\s*((?:python3?\s+-m\s+)?pip3?\s+install\s.+)$")
 
 
 def _commented_installs(text: str, cell: int | None, out: dict[str, Any]) -> None:
@@ -461,7 +461,7 @@ def _facts(src: SourceFile, payload: dict[str, Any]) -> FileFacts:
             warnings.extend(Warning_(loc(line, c.location.cell), msg) for _p, line, msg in ws)
     for argv, line, cell in payload.get("commented_installs", ()):  # declarations too, though commented out
         ds, ws = meta.pip_install_requirements(tuple(argv), rel, line, cell)
-        declared.extend(ds)
+        declared.extend(dataclasses.replace(d, commented=True) for d in ds)
         warnings.extend(Warning_(loc(wline, cell), msg) for _p, wline, msg in ws)
     return FileFacts(
         source=src, imports=imports, commands=commands, declared=tuple(declared), warnings=tuple(warnings),
@@ -874,6 +874,29 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
                       tuple(uses))
 
 
+def weigh_commented(declared: Sequence[meta.Declared], imported: set[str]
+                    ) -> tuple[tuple[meta.Declared, ...], list[Warning_]]:
+    """Declarations from install lines kept as comments are weaker than active ones: an abandoned
+    alternative ("# !pip install pytorch-lightning==1.3.6" beside an active "!pip install
+    pytorch-lightning") or a tool tried once ("# # !pip install fitsnap3"). One is kept when no
+    active declaration names its package and its line installs something the code imports (the
+    line's other packages come along: "evaluate rouge_score", whose rouge metric needs rouge-score)."""
+    active = {d.name for d in declared if not d.commented}
+    line_used = {(d.path, d.line, d.cell) for d in declared if d.commented and d.name in imported}
+    kept: list[meta.Declared] = []
+    said: list[Warning_] = []
+    for d in declared:
+        if d.commented and d.name in active:
+            said.append(Warning_(Location(d.path, d.line, d.cell), f"{d.spec}: a commented-out install; an active "
+                                 "line installs it, so this one is not taken"))
+        elif d.commented and (d.path, d.line, d.cell) not in line_used:
+            said.append(Warning_(Location(d.path, d.line, d.cell), f"{d.spec}: a commented-out install of nothing "
+                                 "the code imports; not taken (add it to model.toml if the model needs it)"))
+        else:
+            kept.append(d)
+    return tuple(kept), said
+
+
 def _loc_key(loc: Location) -> tuple[str, int, int]:
     return (loc.path, loc.cell or 0, loc.line or 0)
 
@@ -967,6 +990,9 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = (),
                                      "from it (give a site-packages folder)"))
     records, local, res_warnings = resolve(classified, Resolver(pyenv, mapping))
     warnings.extend(res_warnings)
+    declared, weighed = weigh_commented(classified.declared, {r.distribution or r.guess for r in records} - {None})
+    warnings.extend(weighed)
+    classified = dataclasses.replace(classified, declared=declared)
     result = ScanResult(root=Path(root), python=python, imports=records, runtime_tools=classified.tools,
                         entry_points=classified.entry_points, declared=classified.declared,
                         warnings=tuple(warnings), python2_evidence=classified.python2, files=classified.files,

@@ -38,10 +38,14 @@ class Declared:
     path: str
     line: int | None
     cell: int | None = None  # notebook cell of a ``%pip install`` line
+    commented: bool = False  # from an install line kept as a comment (weaker: see scan.weigh_commented)
 
     def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "spec": self.spec,
-                "location": {"path": self.path, "line": self.line, "cell": self.cell}}
+        out: dict[str, object] = {"name": self.name, "spec": self.spec,
+                                  "location": {"path": self.path, "line": self.line, "cell": self.cell}}
+        if self.commented:
+            out["commented"] = True
+        return out
 
 
 @dataclass(frozen=True)

@@ -341,8 +341,7 @@ def _era_relock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
     from pyrepro import lock
     from pyrepro.registry import parse_model
 
-    record = lock.read_record(spec.dir) or {}
-    if record.get("strategy") != "as-declared" or spec.submitted is None:
+    if not _era_applies(spec):
         return None
     first = inside[0]
     why = f"{first[0]} fails to import inside installed code ({first[2][:160]})"
@@ -362,6 +361,17 @@ def _era_relock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                               f"{outcome.strategy} after {why}", None, outcome.category)
     stages[:] = [st for st in stages if st.name not in ("build", "imports")]
     return parse_model(spec.path)
+
+
+def _era_applies(spec: Any) -> bool:
+    """The model's lock is as-declared and the submission has a date to bound a relock by."""
+    from pyrepro import lock
+
+    try:
+        record = lock.read_record(spec.dir) or {}
+    except PyreproError:
+        return False
+    return record.get("strategy") == "as-declared" and spec.submitted is not None
 
 
 def _older_python_relock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any], inside: list[Any],
@@ -533,8 +543,8 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                 stages.append(Stage("imports", "failed", clock() - t0, str(exc2), exc2.hint or ""))
                 return done(exc2)
             inside = [r for r in bad if not _not_provided(r)]
-            if inside and "era" not in second_chances:
-                second_chances.add("era")
+            if inside and "era" not in second_chances and _era_applies(spec):
+                second_chances.add("era")  # once; after a Python move the new as-declared lock may need it
                 again = _era_relock(spec, paths, stages, rec, inside, runner=runner, progress=progress,
                                     lock_timeout=lock_timeout)
                 if again is not None:

@@ -576,3 +576,43 @@ def test_reproduce__older_python_does_not_lock__every_file_back_as_it_was(
     assert 'python = "3.11"' in (model / "model.toml").read_text()
     assert (model / "pdm.lock").read_text() == "# lock for 3.11\n" and 'python = "3.11"' in (model / "lock.toml").read_text()
     assert '"==3.11.*"' in (model / "pyproject.toml").read_text()
+
+
+def test_reproduce__older_python_then_its_as_declared_lock_drifts__era_relock_still_applies(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """matgl_mlearn, run for real: 3.11 (date-bounded lock) fails on torch; 3.10's new lock is
+    as-declared and puts a 2026 torchdata beside dgl 1.0 ("No module named 'torchdata.datapipes'").
+    The date-bounded relock, not applicable on 3.11, applies to 3.10's lock."""
+    from pyrepro import interpreters as interp
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+
+    calls: list[tuple[str, str]] = []
+
+    def fake_lock(spec, paths, start="as-declared", **kw):  # type: ignore[no-untyped-def]
+        strategy = "relaxed" if spec.python == "3.11" else start
+        calls.append((spec.python, strategy))
+        (spec.dir / "lock.toml").write_text(f'schema = 1\ncategory = 2\nstrategy = "{strategy}"\n')
+        return lock.LockOutcome(spec.name, 1 if strategy == "as-declared" else 2, strategy, (), (), (), (), (), (),
+                                1.0, spec.python, ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock",
+                                spec.dir / "lock.toml", "ok")
+
+    def fake_imports(spec, built, **kw):  # type: ignore[no-untyped-def]
+        strategy = lock.read_record(spec.dir)["strategy"]
+        if spec.python == "3.11":
+            return [("torch", "error", "ValueError: mutable default <class 'X'> for field y is not allowed")]
+        if strategy == "as-declared":
+            return [("dgl", "error", "ModuleNotFoundError: No module named 'torchdata.datapipes'")]
+        return [("dgl", "ok", "")]
+
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(local, "build", lambda spec, paths, **kw: BuiltModel(
+        spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt", "s" * 20,
+        paths.cache / "launch", f"{spec.python}.9", True, True, 0.1))
+    monkeypatch.setattr(interp, "find_python", lambda v, runner=None: Path(f"/usr/bin/python{v}"))
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["dgl"])
+    monkeypatch.setattr(run_mod, "check_imports", fake_imports)
+    root = write_files({"sub/run.py": "import dgl\n", "sub/metadata.json": json.dumps({"date_submitted": "02-16-2023"})})
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=False)
+    assert calls == [("3.11", "relaxed"), ("3.10", "as-declared"), ("3.10", "date-bounded")]
+    assert res.ok and res.python == "3.10", res.stages

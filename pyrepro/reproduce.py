@@ -508,6 +508,7 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                     outcome = lock.lock_model(spec, paths, runner=runner, progress=progress,
                                               **({"timeout": lock_timeout} if lock_timeout else {}))
                 except PyreproError as lexc:
+                    _lock_did_not_build(stages, exc)  # its environment did not build: category 4
                     stages.append(Stage("build", "failed", clock() - t0, f"relock after {replaced[-1]}: {gist(str(lexc))}",
                                         _next_step(lexc, "see the lock record")))
                     return done(lexc)
@@ -516,6 +517,7 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
 
                     err = ResolutionError(f"relock after {replaced[-1]} failed: {outcome.message}",
                                           hint="add a reviewed pin to model.toml, then rerun")
+                    _lock_did_not_build(stages, exc)
                     stages.append(Stage("build", "failed", clock() - t0, gist(str(err)), err.hint or ""))
                     return done(err)
                 spec = parse_model(spec.path)

@@ -616,3 +616,33 @@ def test_reproduce__older_python_then_its_as_declared_lock_drifts__era_relock_st
     res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=False)
     assert calls == [("3.11", "relaxed"), ("3.10", "as-declared"), ("3.10", "date-bounded")]
     assert res.ok and res.python == "3.10", res.stages
+
+
+def test_reproduce__sdist_moved_to_a_wheel_but_the_relock_fails__the_lock_counts_category_4(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """snap_mlearn: mpi4py's sdist did not build; its wheel release needs a later date bound and
+    that relock timed out. The first lock never built an environment: category 4, not 2."""
+    from pyrepro.backends import local
+    from pyrepro.errors import SdistBuildError
+
+    root = write_files({"sub/run.py": "import tinycalc\n", "sub/requirements.txt": "tinycalc==0.3.0\n"})
+    listing = {"files": [{"filename": "tinycalc-0.3.2-cp311-cp311-manylinux2014_x86_64.whl", "url": "u"},
+                         {"filename": "tinycalc-0.3.0.tar.gz", "url": "u"}]}
+    monkeypatch.setattr("pyrepro.index._urllib_fetch",
+                        lambda url: json.dumps(listing).encode() if "tinycalc" in url else None)
+    monkeypatch.setattr(local, "build", lambda spec, paths, **kw: (_ for _ in ()).throw(SdistBuildError(
+        "installing the sdist-only locked packages (tinycalc) of sub failed: " + PIP_SDIST_FAIL,
+        packages=(("tinycalc", "0.3.0"),))))
+    outcomes = iter([2, 4])
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        cat = next(outcomes)
+        return lock.LockOutcome(spec.name, cat, "relaxed" if cat == 2 else "none", (), (), (), (), (), (), 1.0,
+                                spec.python, ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml",
+                                "ok" if cat == 2 else "the resolver timed out")
+
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=True)
+    build = next(s for s in res.stages if s.name == "build")
+    assert build.status == "failed" and "relock after tinycalc==0.3.0 -> tinycalc==0.3.2 failed" in build.detail
+    assert res.category == 4 and next(s for s in res.stages if s.name == "lock").category == 4

@@ -271,14 +271,18 @@ def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any]
 MAX_WHEEL_ROUNDS = 3
 
 
-def wheel_instead(spec: Any, exc: Any, index: Any) -> tuple[list[Any], str]:
+def wheel_instead(spec: Any, exc: Any, index: Any, tried: dict[str, set[str]] | None = None
+                  ) -> tuple[list[Any], str]:
     """For each locked sdist that did not build, the nearest release with a wheel for the model's
-    Python, as relaxation steps (rule ``sdist-to-wheel``); ([], why not) when one has none."""
+    Python, as relaxation steps (rule ``sdist-to-wheel``); ([], why not) when one has none.
+    ``tried``: releases already moved to per package, left out (nequip_mlearn: the relock widened
+    scikit-learn==1.0.2 back, as nequip 0.5.5 needs <=1.0.1, and the same sdist came back)."""
     from pyrepro import relax
 
     steps = []
     for pkg, version in exc.packages:
         versions = index.versions_with_wheel(pkg, spec.python) if index is not None else []
+        versions = [v for v in versions if v not in (tried or {}).get(pkg, set())]
         w = relax.nearest_version(version, versions)
         if w is None:
             return [], (f"{pkg} {version} did not build and no release of {pkg} has a wheel for CPython "
@@ -293,34 +297,42 @@ def _vkey(python: str) -> tuple[int, ...]:
     return tuple(int(x) for x in python.split(".") if x.isdigit())
 
 
-def older_python(spec: Any, exc: Any, index: Any) -> tuple[str, str] | None:
+def older_python(spec: Any, exc: Any, index: Any, undone: set[str] = frozenset()) -> tuple[str, str] | None:
     """When a locked sdist did not build and no release of it has a wheel for the model's Python
-    (nothing for ``wheel_instead`` to move to), the Python that sdist was made for: the newest
-    CPython released by the day the index received it (rule ``sdist-to-older-python``).
-    (python, reason), or None when that Python is not older than the model's or is unknown."""
+    (nothing for ``wheel_instead`` to move to), or the relock undid that move (``undone``: the
+    packages whose wheel release a dependent's bound rules out: nequip 0.5.5 needs scikit-learn
+    <=1.0.1, whose wheels stop at 3.9), the Python that sdist was made for: the newest older CPython
+    with a wheel of that very release, else the newest CPython released by the day the index
+    received it (rule ``sdist-to-older-python``). (python, reason), or None when there is none."""
     import datetime as dt
 
-    from pyrepro.evidence import python_of_day
+    from pyrepro.evidence import RELEASES, python_of_day
 
     if index is None:
         return None
     found = []
     for pkg, version in exc.packages:
-        if index.versions_with_wheel(pkg, spec.python):
+        if pkg not in undone and index.versions_with_wheel(pkg, spec.python):
             continue  # a release with a wheel exists: wheel_instead's move, not this one
-        day = index.uploaded(pkg, version)
-        try:
-            made = python_of_day(dt.date.fromisoformat(day)) if day else None
-        except ValueError:
-            made = None
+        older = [v for v, _d in RELEASES if _vkey(v) < _vkey(spec.python)]
+        made = next((v for v in reversed(older) if index.has_wheel(pkg, version, v)), None)
+        how = f"{made} is the newest older CPython with a wheel of {pkg} {version}" if made else ""
+        if made is None:
+            day = index.uploaded(pkg, version)
+            try:
+                made = python_of_day(dt.date.fromisoformat(day)) if day else None
+            except ValueError:
+                made = None
+            how = f"{made} was the newest CPython when the index received that sdist ({day})"
         if made is not None and _vkey(made) < _vkey(spec.python):
-            found.append((made, pkg, version, day))
+            found.append((made, pkg, version, how))
     if not found:
         return None
-    made, pkg, version, day = min(found, key=lambda f: _vkey(f[0]))
-    return made, (f"{made}: the locked sdist {pkg} {version} did not build for CPython {spec.python} and no "
-                  f"release of {pkg} has a wheel for it; {made} was the newest CPython when the index received "
-                  f"that sdist ({day}) (rule sdist-to-older-python; before: {spec.python}, "
+    made, pkg, version, how = min(found, key=lambda f: _vkey(f[0]))
+    why = ("the move to a wheel release was undone by the relock (a dependent's bound rules it out)" if pkg in undone
+           else f"no release of {pkg} has a wheel for it")
+    return made, (f"{made}: the locked sdist {pkg} {version} did not build for CPython {spec.python} and {why}; "
+                  f"{how} (rule sdist-to-older-python; before: {spec.python}, "
                   f"{spec.python_reason or 'no reason recorded'})")
 
 
@@ -461,6 +473,7 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
         t0 = clock()
         progress.begin(f"reproduce {name}: build")
         replaced: list[str] = []
+        tried: dict[str, set[str]] = {}  # sdist-to-wheel targets already moved to, per package
         index = None
         while True:
             try:
@@ -476,8 +489,13 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
 
                     index = WheelIndex(paths.cache)
                 rounds_left = len(replaced) < MAX_WHEEL_ROUNDS
-                steps, why = wheel_instead(spec, exc, index) if rounds_left else ([], "")
-                older = older_python(spec, exc, index) if rounds_left and not steps else None
+                undone = {pkg for pkg, _v in exc.packages if pkg in tried}  # moved before, and back again
+                older = older_python(spec, exc, index, undone) if rounds_left and undone else None
+                steps, why = wheel_instead(spec, exc, index, tried) if rounds_left and older is None else ([], "")
+                for st in steps:
+                    tried.setdefault(st.package, set()).add(st.after.split("==", 1)[-1])
+                if older is None and rounds_left and not steps:
+                    older = older_python(spec, exc, index)
                 if older is not None:
                     from pyrepro.interpreters import find_python
 

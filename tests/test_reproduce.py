@@ -646,3 +646,49 @@ def test_reproduce__sdist_moved_to_a_wheel_but_the_relock_fails__the_lock_counts
     build = next(s for s in res.stages if s.name == "build")
     assert build.status == "failed" and "relock after tinycalc==0.3.0 -> tinycalc==0.3.2 failed" in build.detail
     assert res.category == 4 and next(s for s in res.stages if s.name == "lock").category == 4
+
+
+def test_reproduce__wheel_move_undone_by_the_relock__python_of_that_release(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """nequip_mlearn: scikit-learn 1.0.1's sdist does not build on 3.10; 1.0.2 (nearest with a
+    cp310 wheel) conflicts with nequip 0.5.5's <=1.0.1, the relock widens it back and 1.0.1
+    returns. Instead of repeating the move, the Python goes to the newest older one with a wheel
+    of 1.0.1 itself (3.9), recorded with its reason."""
+    import tomllib
+
+    from pyrepro import interpreters as interp
+    from pyrepro.backends import BuiltModel, local
+    from pyrepro.errors import SdistBuildError
+
+    root = write_files({"sub/run.py": "import sklearn\n", "sub/requirements.txt": "scikit-learn\n"})
+    listing = {"files": [{"filename": f"scikit_learn-{v}-cp{py}-cp{py}-manylinux2014_x86_64.whl", "url": "u"}
+                         for v in ("1.0.1", "1.0.2") for py in ("38", "39")]
+               + [{"filename": f"scikit_learn-{v}-cp310-cp310-manylinux2014_x86_64.whl", "url": "u"}
+                  for v in ("1.0.2", "1.1.0")] + [{"filename": "scikit-learn-1.0.1.tar.gz", "url": "u"}]}
+    monkeypatch.setattr("pyrepro.index._urllib_fetch",
+                        lambda url: json.dumps(listing).encode() if "scikit-learn" in url else None)
+    builds: list[tuple[str, str]] = []
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        pins = {p.name: p.spec for p in spec.dependencies.pins}
+        builds.append((spec.python, pins.get("scikit-learn", "")))
+        if spec.python == "3.10":  # whatever was pinned, the relock came back to 1.0.1's sdist
+            raise SdistBuildError("installing the sdist-only locked packages (scikit-learn) of sub failed",
+                                  packages=(("scikit-learn", "1.0.1"),))
+        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
+                          "s" * 20, paths.cache / "launch", "3.9.9", True, True, 0.1)
+
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(interp, "find_python", lambda v, runner=None: Path(f"/usr/bin/python{v}"))
+    monkeypatch.setattr(lock, "lock_model", lambda spec, paths, **kw: lock.LockOutcome(
+        spec.name, 2, "relaxed", (), (), (), (), (), (), 1.0, spec.python, ("x",), 1, "sha256:0", None,
+        spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok"))
+    from pyrepro import run as run_mod
+
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: [])
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.10", online=True)
+    assert builds == [("3.10", ""), ("3.10", "==1.0.2"), ("3.9", "==1.0.2")]
+    assert next(s for s in res.stages if s.name == "build").status == "ok"
+    doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
+    assert doc["python"] == "3.9" and "undone by the relock" in doc["python_reason"]
+    assert "3.9 is the newest older CPython with a wheel of scikit-learn 1.0.1" in doc["python_reason"]

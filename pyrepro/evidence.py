@@ -176,7 +176,8 @@ def python_of_day(day: dt.date) -> str | None:
     return out[-1] if out else None
 
 
-def _vk(v: str) -> tuple[int, ...]:
+def version_key(v: str) -> tuple[int, ...]:
+    """``"3.10"`` -> ``(3, 10)``, for ordering Python versions."""
     return tuple(int(x) for x in v.split("."))
 
 
@@ -193,10 +194,10 @@ def stdlib_bounds(uses: Sequence[Any]) -> tuple[str, str, str]:
     for u in uses:
         if u.optional or u.module in replaced:
             continue
-        if _vk(u.first) > _vk(lo) or _vk(u.last) < _vk(hi):
+        if version_key(u.first) > version_key(lo) or version_key(u.last) < version_key(hi):
             said.append(f"{u.location} imports {u.module} (standard library of Python {u.first}-{u.last} only)")
-        lo = max(lo, u.first, key=_vk)
-        hi = min(hi, u.last, key=_vk)
+        lo = max(lo, u.first, key=version_key)
+        hi = min(hi, u.last, key=version_key)
     return lo, hi, "; ".join(dict.fromkeys(said))
 
 
@@ -212,7 +213,7 @@ def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = N
         same = [e for e in evidence if e.kind == best.kind]
         versions = sorted({e.version for e in same}, key=lambda v: tuple(map(int, v.split("."))))
         clash = ""
-        if said and best.version.startswith("3.") and not _vk(lo) <= _vk(versions[0]) <= _vk(hi):
+        if said and best.version.startswith("3.") and not version_key(lo) <= version_key(versions[0]) <= version_key(hi):
             clash = f"; but {said}: a stated Python is kept, check it"
         if len(versions) > 1:  # several pins disagree: the oldest (code written for it runs there)
             chosen = versions[0]
@@ -225,9 +226,9 @@ def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = N
         candidates = [RELEASES[0][0]]
     bound = f"released before the submission date {submitted}" if submitted else "pyrepro supports (no submission date)"
     if said:
-        allowed = [v for v in candidates if _vk(lo) <= _vk(v) <= _vk(hi)]
-        if not allowed and _vk(lo) <= _vk(hi):  # the date predates the Python the code needs
-            allowed = [v for v, _r in RELEASES if _vk(lo) <= _vk(v) <= _vk(hi)][:1]
+        allowed = [v for v in candidates if version_key(lo) <= version_key(v) <= version_key(hi)]
+        if not allowed and version_key(lo) <= version_key(hi):  # the date predates the Python the code needs
+            allowed = [v for v, _r in RELEASES if version_key(lo) <= version_key(v) <= version_key(hi)][:1]
         if allowed:
             candidates = allowed
             bound += f", within {lo}-{hi} ({said})"

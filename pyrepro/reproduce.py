@@ -293,10 +293,6 @@ def wheel_instead(spec: Any, exc: Any, index: Any, tried: dict[str, set[str]] | 
     return steps, ""
 
 
-def _vkey(python: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in python.split(".") if x.isdigit())
-
-
 def older_python(spec: Any, exc: Any, index: Any, undone: set[str] = frozenset()) -> tuple[str, str] | None:
     """When a locked sdist did not build and no release of it has a wheel for the model's Python
     (nothing for ``wheel_instead`` to move to), or the relock undid that move (``undone``: the
@@ -307,6 +303,7 @@ def older_python(spec: Any, exc: Any, index: Any, undone: set[str] = frozenset()
     import datetime as dt
 
     from pyrepro.evidence import RELEASES, python_of_day
+    from pyrepro.evidence import version_key as _vkey
 
     if index is None:
         return None
@@ -366,13 +363,18 @@ def _era_relock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
         return None
     rec.setdefault("relaxed", []).append(f"relocked with nothing newer than the submission's date: {why} with "
                                          "the as-declared lock (newest releases beside the submission's pins)")
+    _relocked(stages, outcome, f"{outcome.strategy} after {why}")
+    return parse_model(spec.path)
+
+
+def _relocked(stages: list[Stage], outcome: Any, how: str) -> None:
+    """After a relock that an import failure asked for: the lock row says the new lock and why,
+    and the build and imports rows go (the next attempt writes them again)."""
     for i, st in enumerate(stages):
         if st.name == "lock":
-            stages[i] = Stage("lock", "ok", st.seconds + outcome.seconds,
-                              f"category {outcome.category} ({outcome.label}), {outcome.packages} packages, relocked "
-                              f"{outcome.strategy} after {why}", None, outcome.category)
+            stages[i] = Stage("lock", "ok", st.seconds + outcome.seconds, f"category {outcome.category} "
+                              f"({outcome.label}), {outcome.packages} packages, relocked {how}", None, outcome.category)
     stages[:] = [st for st in stages if st.name not in ("build", "imports")]
-    return parse_model(spec.path)
 
 
 def _era_applies(spec: Any) -> bool:
@@ -431,13 +433,7 @@ def _older_python_relock(spec: Any, paths: Paths, stages: list[Stage], rec: dict
         return None
     rec["python"], rec["python_reason"] = older, reason
     rec.setdefault("relaxed", []).append(f"Python {spec.python} -> {older}: {reason}")
-    for i, st in enumerate(stages):
-        if st.name == "lock":
-            stages[i] = Stage("lock", "ok", st.seconds + outcome.seconds,
-                              f"category {outcome.category} ({outcome.label}), {outcome.packages} packages, relocked "
-                              f"for Python {older} after {first[0]} failed to import on {spec.python}", None,
-                              outcome.category)
-    stages[:] = [st for st in stages if st.name not in ("build", "imports")]
+    _relocked(stages, outcome, f"for Python {older} after {first[0]} failed to import on {spec.python}")
     return new
 
 

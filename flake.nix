@@ -26,7 +26,7 @@
       # a model is offered only on the systems its pdm.lock was locked for (nix/systems.nix)
       systemsOf = import ./nix/systems.nix { root = ./.; supported = systems; };
       modelsFor = pkgs: builtins.mapAttrs
-        (name: _: import ./nix/model.nix { inherit pkgs dream2nix self registry; } name)
+        (name: _: import ./nix/model.nix { inherit pkgs dream2nix self registry; root = ./.; } name)
         (nixpkgs.lib.filterAttrs (name: _: builtins.elem pkgs.stdenv.hostPlatform.system (systemsOf name)) registry);
       pyreproFor = pkgs: pkgs.python311Packages.buildPythonApplication {
         pname = "pyrepro"; version = "0.1.0"; pyproject = true; src = ./.;
@@ -48,6 +48,6 @@
       devShells = forAll (pkgs: {
         default = pkgs.mkShell { packages = [ pkgs.python311 pkgs.pdm (pyreproFor pkgs) pkgs.git ]; };
       });
-      checks = forAll (pkgs: import ./nix/checks.nix { inherit pkgs; models = modelsFor pkgs; pyrepro = pyreproFor pkgs; });
+      checks = forAll (pkgs: import ./nix/checks.nix { inherit pkgs; root = ./.; models = modelsFor pkgs; pyrepro = pyreproFor pkgs; });
     };
 }

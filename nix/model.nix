@@ -9,12 +9,11 @@
 #   - the model's <benchmark>.json.zip files: non-cone sparse checkout of exactly those files
 # extra_sources without `hash` use lib.fakeHash: the first build fails and prints the real hash,
 # which must be reviewed and written to model.toml (the hosts are unreachable here).
-{ pkgs, dream2nix, self, registry ? import ./registry.nix }:
+{ pkgs, dream2nix, self, registry ? import ./registry.nix, root ? ../. }:
 name:
 let
   lib = pkgs.lib;
   m = registry.${name};
-  root = ../.;
   bsub = m.source.benchmarks_subdir or "jarvis_leaderboard/benchmarks/AI/SinglePropertyPrediction";
   upstream = pkgs.fetchgit {
     url = m.source.repository;
@@ -52,6 +51,7 @@ let
     packageSets.nixpkgs = pkgs;
     modules = [
       (root + "/models/${name}/default.nix")
+      ./model-module.nix  # the logic; the generated default.nix is data only
       ./overrides.nix
       {
         paths.projectRoot = root;

@@ -1,8 +1,8 @@
 # Builtins-only model registry: reads models/*/model.toml with builtins.readDir
 # and builtins.fromTOML.  Evaluates without nixpkgs:
 #   nix-instantiate --eval --strict --json nix/registry.nix
-# Tests point it at another models folder with PYREPRO_MODELS_DIR (empty in
-# pure flake evaluation, so flakes always read ../models).
+# PYREPRO_MODELS_DIR names the models folder (pyrepro.nixeval always sets it); it is empty in
+# pure flake evaluation, so the flake always reads the checkout's models/ (../models from here).
 let
   envDir = builtins.getEnv "PYREPRO_MODELS_DIR";
   modelsDir = if envDir == "" then ../models else /. + envDir;

@@ -26,13 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
-from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from pyrepro import proc
 from pyrepro.errors import InputError, MissingToolError, NotFoundError, toml_error_line
 from pyrepro.fsutil import atomic_write_text
+from pyrepro.markers import marker_holds as _marker_holds
+from pyrepro.markers import target_environment as target_environment  # re-exported
 from pyrepro.proc import Runner
 
 ROOT = "<root>"
@@ -73,38 +74,6 @@ class DepGraph:
 
 
 # --------------------------------------------------------------------------- lock source
-
-
-def target_environment(python: str, platform: str = "linux-x86_64") -> dict[str, str]:
-    """PEP 508 marker environment for CPython ``python`` (``"3.11"``) on ``platform``."""
-    machine = platform.split("-", 1)[1] if "-" in platform else "x86_64"
-    system = platform.split("-", 1)[0]
-    sys_platform = {"linux": "linux", "darwin": "darwin", "windows": "win32"}.get(system, system)
-    platform_system = {"linux": "Linux", "darwin": "Darwin", "windows": "Windows"}.get(system, system)
-    return {
-        "implementation_name": "cpython",
-        "implementation_version": f"{python}.0",
-        "os_name": "nt" if system == "windows" else "posix",
-        "platform_machine": machine,
-        "platform_release": "",
-        "platform_system": platform_system,
-        "platform_version": "",
-        "python_full_version": f"{python}.0",
-        "platform_python_implementation": "CPython",
-        "python_version": python,
-        "sys_platform": sys_platform,
-    }
-
-
-def _marker_holds(marker: str | None, env: dict[str, str], extras: Iterable[str] = ()) -> bool:
-    if not marker:
-        return True
-    try:
-        m = Marker(marker)
-    except InvalidMarker:
-        return True  # keep the edge; the problem is reported by the caller
-    extras = list(extras) or [""]
-    return any(m.evaluate({**env, "extra": e}) for e in extras)
 
 
 def graph_from_lock(lock_path: Path, *, python: str, platform: str = "linux-x86_64",

@@ -27,13 +27,14 @@ def _env(extra: dict[str, str]) -> dict[str, str]:
 
 def eval_registry(root: Path, runner: Runner = proc.run, *,
                   models_dir: Path | None = None) -> dict[str, Any]:
-    """Evaluate ``<root>/nix/registry.nix`` and return ``{name: model.toml data}``."""
+    """Evaluate ``<root>/nix/registry.nix`` on ``models_dir`` (default ``<root>/models``)
+    and return ``{name: model.toml data}``."""
     registry = root / "nix" / "registry.nix"
     if not registry.is_file():
-        raise InputError(f"{registry} not found", hint="run from the pyrepro repository root")
-    extra = {"PYREPRO_MODELS_DIR": str(models_dir.resolve())} if models_dir is not None else {}
+        raise InputError(f"{registry} not found", hint="run from a pyrepro checkout (the Nix files live in its nix/)")
+    models = (models_dir if models_dir is not None else root / "models").resolve()
     done = runner(["nix-instantiate", "--eval", "--strict", "--json", str(registry)],
-                  env=_env(extra))
+                  env=_env({"PYREPRO_MODELS_DIR": str(models)}))
     try:
         data = json.loads(done.stdout)
     except json.JSONDecodeError as exc:

@@ -1,7 +1,8 @@
 """The flake evaluated against the REAL dream2nix modules (issue 13), offline.
 
-Needs the fetched sources named by $PYREPRO_NIX_SOURCES (see tests/nixeval/harness.py and
-docs/nix.md); skips cleanly without them, so CI (no GitHub) runs only the stub and busybox tests.
+Needs the fetched sources: $PYREPRO_NIX_SOURCES, else ../shared/nix-sources beside the checkout
+(CI's read-only offline copy; see tests/nixeval/harness.py and docs/nix.md). Skips, with the
+reason, only when neither is there; a $PYREPRO_NIX_SOURCES that names an incomplete folder fails.
 What passing proves: every model, on every system its lock was made for, instantiates (every
 locked package's output path, public.pyEnv, the Python environment, the wrapped package, its app
 and both checks), and so do apps.exfoliation, apps.pyrepro, the dev shell and pyrepro itself.
@@ -10,6 +11,8 @@ It does not prove that anything builds.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import tomllib
 from pathlib import Path
@@ -19,10 +22,10 @@ import pytest
 from pyrepro.cycles import unbroken_cycles
 from tests.nixeval import harness
 
-SRC = harness.sources_dir()
+SRC, WHY = harness.find_sources()
+NAMED = bool(os.environ.get(harness.SOURCES_VAR))  # named by the user: never skipped
 pytestmark = [
-    pytest.mark.skipif(SRC is None, reason=f"${harness.SOURCES_VAR} not set: no fetched dream2nix, "
-                       "pyproject.nix and nixpkgs.lib (python -m tests.nixeval.harness sources DEST)"),
+    pytest.mark.skipif(SRC is None and not NAMED, reason=WHY),
     pytest.mark.skipif(shutil.which("nix") is None, reason="nix not installed"),
 ]
 ROOT = harness.ROOT
@@ -54,11 +57,26 @@ def _applicable(model: str, system: str) -> set[str]:
     return {dg.node(n).name for n in nx.descendants(dg.graph, dg.root)}
 
 
+def _tree_state(root: Path) -> list[tuple[str, int, int, int]]:
+    """Every file and folder under ``root`` with its size, mode and modification time."""
+    out = []
+    for d, dirs, files in os.walk(root):
+        for n in sorted(dirs) + sorted(files):
+            st = os.lstat(os.path.join(d, n))
+            out.append((os.path.relpath(os.path.join(d, n), root), st.st_size, st.st_mode, st.st_mtime_ns))
+    return sorted(out)
+
+
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> harness.World:
-    assert SRC is not None
-    assert harness.check_sources(ROOT, SRC) == []
-    return harness.prepare(ROOT, SRC, tmp_path_factory.mktemp("nixeval"))
+def sources_before() -> list[tuple[str, int, int, int]]:
+    assert SRC is not None, WHY
+    return _tree_state(SRC)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, sources_before: list) -> harness.World:
+    assert SRC is not None, WHY
+    return harness.prepare(ROOT, SRC, tmp_path_factory.mktemp("nixeval"))  # checks the NAR hashes
 
 
 @pytest.fixture(scope="module")
@@ -68,9 +86,86 @@ def evaluated(world: harness.World) -> tuple[dict, list[harness.Result], dict]:
     return systems, results, shared
 
 
-def test_sources__nar_hashes__match_flake_lock() -> None:
-    assert SRC is not None
-    assert harness.check_sources(ROOT, SRC) == []
+def test_sources__nar_hashes__match_flake_lock(world: harness.World) -> None:
+    """The evaluated copy hashes exactly as flake.lock pins (symbolic links a copy wrote out as
+    text files restored, and said; nothing else may differ)."""
+    assert SRC is not None, WHY
+    assert harness.check_sources(ROOT, world.src) == []
+    for note in world.notes:
+        assert "symbolic links stored as text files" in note and "equals flake.lock's" in note, note
+    print("\n".join(world.notes))
+
+
+def test_sources__one_byte_changed__refused_loudly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The check is real: a copy of the sources with one file changed is refused, by name."""
+    assert SRC is not None, WHY
+    copy = tmp_path / "src"
+    for n in harness.SOURCE_FOLDERS:
+        harness._copy_writable(SRC / n, copy / n)
+    readme = copy / "pyproject.nix" / "README.md"
+    readme.write_text(readme.read_text() + " ")
+    _, problems, _ = harness.stage_sources(ROOT, copy, tmp_path / "staged")
+    assert len(problems) == 1 and problems[0].startswith(f"{copy / 'pyproject.nix'}: NAR hash sha256-"), problems
+    with pytest.raises(harness.SourcesMismatch, match=r"pyproject\.nix: NAR hash"):
+        harness.prepare(ROOT, copy, tmp_path / "w")
+    monkeypatch.setenv(harness.SOURCES_VAR, str(copy))
+    assert harness.main(["run", "--work", str(tmp_path / "w2")]) == 2
+    assert "the sources are not the ones flake.lock pins" in capsys.readouterr().err
+
+
+def _flattened_case(tmp_path: Path, *, decoy: bool) -> tuple[Path, Path]:
+    """A root with a flake.lock pinning trees that hold a symbolic link, and a copy of the trees
+    with the link written out as a text file (what CI's copy of ../shared does); ``decoy``: the
+    trees also hold a real file whose content looks like a link."""
+    orig, flat = tmp_path / "orig", tmp_path / "flat"
+    for base in (orig, flat):
+        for n in harness.SOURCE_FOLDERS:
+            (base / n / "docs").mkdir(parents=True)
+            (base / n / "README.md").write_text(f"# {n}\n")
+            if decoy:
+                (base / n / "docs" / "plain.txt").write_text("../README.md")
+        for n in harness.SOURCE_FOLDERS:
+            if base == orig:
+                (base / n / "docs" / "index.md").symlink_to("../README.md")
+            else:
+                (base / n / "docs" / "index.md").write_text("../README.md")
+    lock = {"nodes": {node: {"locked": {"narHash": harness.nar_hash(orig / folder), "rev": "r" * 40}}
+                      for node, (folder, _) in harness.LOCKED.items()}}
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "flake.lock").write_text(json.dumps(lock))
+    assert len(harness.check_sources(root, flat)) == 2  # as copied, neither hashes as locked
+    return root, flat
+
+
+def test_stage_sources__flattened_symlink__restored_because_the_hash_then_matches(tmp_path: Path) -> None:
+    root, flat = _flattened_case(tmp_path, decoy=False)
+    staged, problems, notes = harness.stage_sources(root, flat, tmp_path / "staged")
+    assert problems == [] and len(notes) == 2 and "docs/index.md" in notes[0]
+    assert harness.check_sources(root, staged) == []
+    assert (staged / "dream2nix" / "docs" / "index.md").is_symlink()
+    assert not (flat / "dream2nix" / "docs" / "index.md").is_symlink()  # the sources are only read
+
+
+def test_stage_sources__restoring_does_not_give_the_locked_hash__refused(tmp_path: Path) -> None:
+    root, flat = _flattened_case(tmp_path, decoy=True)
+    _, problems, notes = harness.stage_sources(root, flat, tmp_path / "staged")
+    assert notes == [] and len(problems) == 2
+    assert "with 2 text files restored as symbolic links" in problems[0]
+
+
+def test_find_sources__env_wins__else_shared_beside_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(harness.SOURCES_VAR, str(tmp_path))
+    got, why = harness.find_sources()
+    assert got is None and "has no dream2nix/, pyproject.nix/, nixpkgs.lib/" in why
+    for n in harness.SOURCE_FOLDERS:
+        (tmp_path / n).mkdir()
+    assert harness.find_sources() == (tmp_path.resolve(), f"${harness.SOURCES_VAR}")
+    monkeypatch.delenv(harness.SOURCES_VAR)
+    default = harness.default_sources()
+    assert default == (ROOT.parent / "shared" / "nix-sources").resolve()
+    assert harness.find_sources()[0] == (default if default.is_dir() else None)
 
 
 def test_every_model__every_locked_system__evaluates(evaluated: tuple) -> None:
@@ -133,7 +228,7 @@ def test_locked_packages__derivation_inputs__follow_the_overrides(world: harness
 def test_stand_in__lock_cycle_without_break__is_infinite_recursion(tmp_path: Path) -> None:
     """The stand-in is faithful where it matters: without the reviewed breaks the kgcnn lock
     cycle (pymatgen -> mp-api -> pymatgen) stops evaluation, as it would with nixpkgs."""
-    assert SRC is not None
+    assert SRC is not None, WHY
     w = harness.prepare(ROOT, SRC, tmp_path / "w")
     (w.project / "pyrepro" / "data" / "cycle-breaks.toml").write_text("# no reviewed breaks\n")
     ok, err = harness.evaluate(w, "models.x86_64-linux.kgcnn_cgcnn")
@@ -148,3 +243,9 @@ def test_nix_flake_check__no_build__passes(world: harness.World) -> None:
     cmd = ["nix", "flake", "check", "--no-build", f"path:{world.project}", *world.overrides(project=True)]
     done = proc.run(cmd, check=False, env=harness.nix_env())
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_sources__left_unchanged_by_the_evaluation(evaluated: tuple, sources_before: list) -> None:
+    """The harness only reads the sources (CI's copy is read-only; root could write anyway)."""
+    assert SRC is not None, WHY
+    assert _tree_state(SRC) == sources_before

@@ -133,8 +133,14 @@ def test_model_nix__stub_pkgs__fetches_patches_and_wrappers_follow_model_toml(re
         if pkgs_extra:
             built = [p for p in penv["paths"] if p["stub"] == "buildPythonPackage"]
             assert [(b["pname"], b["src"]["rev"]) for b in built] == [(e.name, e.commit) for e in pkgs_extra]
+            # the recorded extra-source hash is the one fetched (never lib.fakeHash: every one has a hash)
+            assert [b["src"]["hash"] for b in built] == [e.hash for e in pkgs_extra]
             penv = penv["paths"][0]
+        assert all(e.hash and e.hash.startswith("sha256-") for e in spec.extra_sources), spec.name
+        # the generated default.nix is data only; model.nix adds pyrepro's module from its own folder
         assert penv["modules"][0].endswith(f"models/{spec.name}/default.nix")
+        assert penv["modules"][1] == str(repo_root / "nix" / "model-module.nix")
+        assert g["generatedKeys"] == ["pyrepro"]
         wrapper = parts["unwrapped"]["text"]
         cmd = " ".join(f"'{c}'" for c in spec.entry)
         assert f"\n{cmd} \"$@\" &\n" in wrapper and "set -- --output-dir" in wrapper and "mktemp -d" in wrapper

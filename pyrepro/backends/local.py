@@ -77,7 +77,7 @@ def locked_packages(lock_path: Path, python: str, platform: str) -> list[Locked]
     """The packages of ``pdm.lock`` that install on CPython ``python`` on ``platform``."""
     from packaging.markers import InvalidMarker, Marker
 
-    from pyrepro.graph import target_environment
+    from pyrepro.markers import target_environment
 
     try:
         data = tomllib.loads(lock_path.read_text(encoding="utf-8"))
@@ -113,6 +113,25 @@ def requirements_text(pkgs: list[Locked]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ------------------------------------------------------------------ the pip that installs the lock
+
+# The pip that installs a lock must run on the target Python and read the tags of the locked wheels.
+# A venv brings the pip its Python bundled, which for these is too old or depends on the patch
+# release: 3.6.15's pip 18.1 reads no manylinux2014 or manylinux_2_x tag (orjson 3.6.1's cp36
+# wheels: "No matching distribution"), 3.7.0's is pip 10. Such a venv first gets the last pip
+# released for its Python, from PyPI, hash-checked; every other Python keeps its venv's pip.
+BOOTSTRAP_PIP: dict[str, tuple[str, str]] = {
+    "3.6": ("21.3.1", "sha256:deaf32dcd9ab821e359cd8330786bcd077604b5c5730c0b096eda46f95c24a2d"),
+    "3.7": ("24.0", "sha256:ba0d021a166865d2265246961bec0152ff124de910c5cc39f1156ce3fa7c69dc"),
+}
+
+
+def bootstrap_pip(python: str) -> tuple[str, str] | None:
+    """``(version, hash)`` of the pip a ``python`` (``"3.6"``) venv is given before the lock is
+    installed, or None (its venv's own pip)."""
+    return BOOTSTRAP_PIP.get(python)
+
+
 # ------------------------------------------------------------------ keys
 
 def env_key(spec: ModelSpec, platform: str | None = None) -> str:
@@ -121,7 +140,8 @@ def env_key(spec: ModelSpec, platform: str | None = None) -> str:
         data = lock.read_bytes()
     except FileNotFoundError as exc:
         raise NotFoundError(f"no lock for {spec.name}: {lock}", hint=f"run 'pyrepro lock {spec.name}' first") from exc
-    return _sha("env", BACKEND_VERSION, data, spec.python, platform or host_platform())[:20]
+    pip = bootstrap_pip(spec.python)  # part of the key where it applies (other keys stay as they were)
+    return _sha("env", BACKEND_VERSION, data, spec.python, platform or host_platform(), *(pip or ()))[:20]
 
 
 def _tree_digest(root: Path) -> str:
@@ -246,6 +266,13 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
         # The lock decides every version: a host-wide pip constraint (a machine capping torch in
         # /etc/xdg/pip) must not make a hash-checked install of the lock impossible.
         env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1", "PIP_CONSTRAINT": os.devnull}
+        pip = bootstrap_pip(spec.python)
+        if pip is not None:
+            (tmp / "bootstrap-pip.txt").write_text(f"pip=={pip[0]} --hash={pip[1]}\n", encoding="utf-8")
+            runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps",
+                    "--progress-bar=off", "-r", str(tmp / "bootstrap-pip.txt")], env=env, check=True, timeout=600,
+                   on_line=output_detail(progress, label, pip_detail))
+            progress.advance(label, 0, f"pip {pip[0]} (the last for Python {spec.python})")
         # Two phases: every package with a wheel, then the sdist-only ones. A sdist is built as its
         # authors would (PEP 517 build isolation: its declared build requirements in a fresh build
         # environment); when that fails, again without isolation, so a setup.py that imports an
@@ -298,7 +325,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                           "import platform; print(platform.python_version())"], check=True).stdout.strip()
         _fix_shebangs(tmp, final)
         info: dict[str, Any] = {"name": spec.name, "key": key, "python": version, "packages": len(pkgs),
-                                "built_at": time.time()}
+                                "built_at": time.time(), **({"pip": pip[0]} if pip is not None else {})}
         if bounded is not None:
             info["build_requirements"] = {"bound": str(build_bound(spec)), "constraints": list(bounded.constraints),
                                           "notes": list(bounded.notes)}

@@ -15,7 +15,9 @@ package has a source, derivations are well-formed, no dependency cycle). What it
 that anything builds or runs (the stand-in never builds).
 
 The fetched sources are never committed. Their location comes from ``PYREPRO_NIX_SOURCES``, a
-folder holding ``dream2nix/``, ``pyproject.nix/`` and ``nixpkgs.lib/``; make it with
+folder holding ``dream2nix/``, ``pyproject.nix/`` and ``nixpkgs.lib/``, else ``../shared/nix-sources``
+beside the checkout (CI's read-only offline copy); they are only read, and their NAR hashes are
+checked against ``flake.lock`` before use. Make such a folder with
 
     python -m tests.nixeval.harness sources DEST [--mirror DIR]
 
@@ -55,14 +57,34 @@ def nix_env() -> dict[str, str]:
     return env
 
 
-def sources_dir() -> Path | None:
-    """The fetched sources named by $PYREPRO_NIX_SOURCES, or None when unset or incomplete."""
+SOURCE_FOLDERS = [d for d, _ in LOCKED.values()] + [NIXPKGS_LIB[0]]
+
+
+def default_sources() -> Path:
+    """``../shared/nix-sources`` beside the checkout (the offline copy CI has), resolved."""
+    return Path(os.path.realpath(ROOT.parent / "shared" / "nix-sources"))
+
+
+def find_sources() -> tuple[Path | None, str]:
+    """The fetched sources and where they come from, or ``(None, why not)``.
+
+    ``$PYREPRO_NIX_SOURCES`` wins when set; else ``../shared/nix-sources`` beside the checkout
+    when it exists. A folder that lacks one of ``dream2nix/``, ``pyproject.nix/``,
+    ``nixpkgs.lib/`` is not used (the reason names it)."""
     val = os.environ.get(SOURCES_VAR, "")
-    if not val:
-        return None
-    p = Path(val)
-    names = [d for d, _ in LOCKED.values()] + [NIXPKGS_LIB[0]]
-    return p if all((p / n).is_dir() for n in names) else None
+    p, origin = (Path(os.path.realpath(val)), f"${SOURCES_VAR}") if val else (default_sources(), "default")
+    if not val and not p.is_dir():
+        return None, (f"${SOURCES_VAR} not set and no {p}: no fetched dream2nix, pyproject.nix and "
+                      "nixpkgs.lib (python -m tests.nixeval.harness sources DEST)")
+    missing = [n for n in SOURCE_FOLDERS if not (p / n).is_dir()]
+    if missing:
+        return None, f"{p} ({origin}) has no {', '.join(n + '/' for n in missing)}"
+    return p, origin
+
+
+def sources_dir() -> Path | None:
+    """The fetched sources (see ``find_sources``), or None."""
+    return find_sources()[0]
 
 
 def _lock(root: Path) -> dict:
@@ -74,11 +96,74 @@ def check_sources(root: Path, src: Path) -> list[str]:
     nodes, bad = _lock(root), []
     for node, (folder, _) in LOCKED.items():
         want = nodes[node]["locked"]["narHash"]
-        got = proc.run(["nix", "hash", "path", str(src / folder)], env=nix_env()).stdout.strip()
+        got = nar_hash(src / folder)
         if got != want:
             bad.append(f"{src / folder}: NAR hash {got}, flake.lock has {want} "
                        f"(rev {nodes[node]['locked']['rev']})")
     return bad
+
+
+def nar_hash(path: Path) -> str:
+    return proc.run(["nix", "hash", "path", str(path)], env=nix_env()).stdout.strip()
+
+
+def flattened_symlinks(tree: Path) -> dict[Path, str]:
+    """Regular files that look like symbolic links written out as text, as ``git checkout`` with
+    ``core.symlinks=false`` (or a dereferencing copy of such a checkout) leaves them: the whole
+    content is a relative path (one line, no newline) to something that exists inside ``tree``.
+    A guess; ``stage_sources`` adopts it only when the NAR hash then equals flake.lock's."""
+    found = {}
+    top = tree.resolve()
+    for d, _, files in os.walk(tree):
+        for n in files:
+            f = Path(d) / n
+            if f.is_symlink() or f.stat().st_size > 255:
+                continue
+            try:
+                text = f.read_bytes().decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            if not text or "\n" in text or "\0" in text or text.startswith("/"):
+                continue
+            target = (f.parent / text).resolve()
+            if target != f.resolve() and target.is_relative_to(top) and target.exists():
+                found[f] = text
+    return found
+
+
+def stage_sources(root: Path, src: Path, dest: Path) -> tuple[Path, list[str], list[str]]:
+    """Copy the sources into ``dest`` (writable; ``src`` is only read) and check each locked
+    folder's NAR hash against flake.lock: ``(dest, problems, notes)``.
+
+    A folder whose copy does not hash as locked but whose flattened symbolic links
+    (``flattened_symlinks``) restored make it hash exactly as locked is used restored (a note
+    says so); any other difference is a problem, and nothing should be evaluated then."""
+    nodes, problems, notes = _lock(root), [], []
+    for folder in SOURCE_FOLDERS:
+        _copy_writable(src / folder, dest / folder)
+    for node, (folder, _) in LOCKED.items():
+        want, tree = nodes[node]["locked"]["narHash"], dest / folder
+        got = nar_hash(tree)
+        if got == want:
+            continue
+        links = flattened_symlinks(tree)
+        for f, text in links.items():
+            f.unlink()
+            f.symlink_to(text)
+        fixed = nar_hash(tree) if links else got
+        if fixed == want:
+            notes.append(f"{src / folder}: {len(links)} symbolic links stored as text files "
+                         f"({', '.join(sorted(str(f.relative_to(tree)) for f in links))}); restored, "
+                         f"NAR hash then equals flake.lock's {want}")
+        else:
+            problems.append(f"{src / folder}: NAR hash {got}"
+                            + (f" ({fixed} with {len(links)} text files restored as symbolic links)" if links else "")
+                            + f", flake.lock has {want} (rev {nodes[node]['locked']['rev']})")
+    return dest, problems, notes
+
+
+class SourcesMismatch(RuntimeError):
+    """The fetched sources are not the ones flake.lock pins."""
 
 
 def get_sources(root: Path, dest: Path, mirror: Path | None) -> None:
@@ -111,9 +196,10 @@ class World:
     """A throw-away copy of the checkout plus the stand-in flakes, ready for ``nix eval``."""
 
     work: Path
-    src: Path
+    src: Path  # the staged, checked copy of the sources (never the folder they came from)
     project: Path = field(init=False)
     harness: Path = field(init=False)
+    notes: list[str] = field(default_factory=list)  # what staging the sources restored
 
     def __post_init__(self) -> None:
         self.project = self.work / "project"
@@ -132,8 +218,13 @@ class World:
 
 
 def prepare(root: Path, src: Path, work: Path) -> World:
-    """Copy the checkout's files (tracked and new, not ignored) and the stand-ins into ``work``."""
-    world = World(work, src)
+    """Copy the checkout's files (tracked and new, not ignored), the sources (checked against
+    flake.lock: ``SourcesMismatch`` when they differ) and the stand-ins into ``work``."""
+    staged, problems, notes = stage_sources(root, src, work / "sources")
+    if problems:
+        raise SourcesMismatch("\n".join(problems))
+    world = World(work, staged)
+    world.notes = notes
     files = proc.run(["git", "-C", str(root), "ls-files", "-co", "--exclude-standard", "-z"]).stdout
     world.project.mkdir(parents=True)
     for rel in filter(None, files.split("\0")):
@@ -142,11 +233,24 @@ def prepare(root: Path, src: Path, work: Path) -> World:
         dest = world.project / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / rel, dest)
-    shutil.copytree(HERE / "standin", work / "standin")
-    shutil.copytree(src / "nixpkgs.lib" / "lib", work / "standin" / "lib")
-    shutil.copytree(HERE / "empty", work / "empty")
-    shutil.copytree(HERE / "harness", world.harness)
+    _copy_writable(HERE / "standin", work / "standin")
+    # the sources are only read (CI's copy has no write bits): copied as plain, writable files
+    _copy_writable(staged / "nixpkgs.lib" / "lib", work / "standin" / "lib")
+    _copy_writable(HERE / "empty", work / "empty")
+    _copy_writable(HERE / "harness", world.harness)
     return world
+
+
+def _copy_writable(src: Path, dest: Path) -> None:
+    """``cp -r`` keeping symbolic links and executable bits (both are part of a NAR hash), with
+    write permission added, so a copy of a read-only tree can be changed and removed again."""
+    shutil.copytree(src, dest, symlinks=True, copy_function=shutil.copy)
+    for d, _, files in os.walk(dest):
+        os.chmod(d, 0o755)
+        for f in files:
+            p = os.path.join(d, f)
+            if not os.path.islink(p):
+                os.chmod(p, 0o755 if os.stat(p).st_mode & 0o100 else 0o644)
 
 
 def evaluate(world: World, attr: str, *, apply: str | None = None) -> tuple[bool, object]:
@@ -255,20 +359,22 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "sources":
         get_sources(ROOT, a.dest, a.mirror)
         return 0
-    src = sources_dir()
+    src, why = find_sources()
     if src is None:
-        print(f"set {SOURCES_VAR} to a folder with dream2nix/, pyproject.nix/ and nixpkgs.lib/ "
-              "(python -m tests.nixeval.harness sources DEST)", file=sys.stderr)
-        return 2
-    bad = check_sources(ROOT, src)
-    if bad:
-        print("\n".join(bad), file=sys.stderr)
+        print(f"{why}; set {SOURCES_VAR} to a folder with dream2nix/, pyproject.nix/ and nixpkgs.lib/",
+              file=sys.stderr)
         return 2
     import tempfile
     work = a.work or Path(tempfile.mkdtemp(prefix="pyrepro-nixeval-"))
     if work.exists() and any(work.iterdir()):
         shutil.rmtree(work)
-    world = prepare(ROOT, src, work)
+    try:
+        world = prepare(ROOT, src, work)
+    except SourcesMismatch as exc:
+        print(f"the sources are not the ones flake.lock pins:\n{exc}", file=sys.stderr)
+        return 2
+    for note in world.notes:
+        print(note, file=sys.stderr)
     systems, results, shared = run(world, a.jobs)
     if a.record:
         from pyrepro.fsutil import atomic_write_text

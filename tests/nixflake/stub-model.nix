@@ -11,9 +11,9 @@ in
 builtins.mapAttrs (name: _:
   let
     pkg = pkgFor name;
-    # models/<name>/default.nix + nix/model-module.nix as plain functions (no module system)
+    # models/<name>/default.nix (data only) + nix/model-module.nix as plain functions (no module system)
     generated = import (root + "/models/${name}/default.nix") { };
-    module = import (builtins.head generated.imports) {
+    module = import (root + "/nix/model-module.nix") {
       inherit lib;
       config.pyrepro.model = generated.pyrepro.model;
       dream2nix.modules.dream2nix.python-pdm = "python-pdm";
@@ -21,6 +21,7 @@ builtins.mapAttrs (name: _:
     nixpkgsStub = { python310 = "python310"; python311 = "python311"; python312 = "python312"; };
   in
   strip { inherit (pkg) stub text; parts = pkg.pyrepro; } // {
+    generatedKeys = builtins.attrNames generated;
     module = {
       inherit (module) imports;
       inherit (module.config) name version;

@@ -104,9 +104,24 @@ def _same(a: str | None, b: str) -> bool:
         return False
 
 
-def newest_before(index: Index, name: str, spec: str, bound: dt.date) -> str | None:
+def _admits(requires_python: object, python: str | None) -> bool:
+    """Whether a file's ``requires-python`` admits CPython ``python`` (``"3.6"``): any patch
+    release of it (``3.6.0`` or a late one). No Python, or no readable specifier, admits."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    if not python or not requires_python:
+        return True
+    try:
+        sset = SpecifierSet(str(requires_python))
+    except InvalidSpecifier:
+        return True
+    return any(sset.contains(f"{python}.{patch}", prereleases=True) for patch in (0, 99))
+
+
+def newest_before(index: Index, name: str, spec: str, bound: dt.date, python: str | None = None) -> str | None:
     """The newest final release of ``name`` first uploaded before ``bound`` that satisfies
-    ``spec``, or None (unknown, or none)."""
+    ``spec`` and (with ``python``) has a file whose ``requires-python`` admits that Python (a
+    setuptools of 2023 pinned for a 3.6 build would not install), or None (unknown, or none)."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     proj = index._project(name)
@@ -117,6 +132,7 @@ def newest_before(index: Index, name: str, spec: str, bound: dt.date) -> str | N
     except InvalidSpecifier:
         return None
     first: dict[Version, str] = {}
+    runs: set[Version] = set()  # releases with a file for ``python``
     for f in proj.get("files", []):
         if not isinstance(f, dict) or f.get("yanked") or not f.get("upload-time"):
             continue
@@ -130,7 +146,9 @@ def newest_before(index: Index, name: str, spec: str, bound: dt.date) -> str | N
         day = str(f["upload-time"])[:10]
         if vv not in first or day < first[vv]:
             first[vv] = day
-    ok = [v for v, day in first.items() if day < bound.isoformat() and sset.contains(v)]
+        if _admits(f.get("requires-python"), python):
+            runs.add(vv)
+    ok = [v for v, day in first.items() if day < bound.isoformat() and sset.contains(v) and v in runs]
     return str(max(ok)) if ok else None
 
 
@@ -168,7 +186,7 @@ def constraints(index: Index, sdists: Sequence[tuple[str, str]], bound: dt.date,
     pins: list[str] = []
     for key in sorted(wanted):
         spec = ",".join(s for s in wanted[key] if s)
-        v = newest_before(index, key, spec, bound)
+        v = newest_before(index, key, spec, bound, python)
         if v is None:
             notes.append(f"{key}{f' {spec}' if spec else ''}: no release before {bound} satisfies it (or the "
                          "index did not say); unbounded")

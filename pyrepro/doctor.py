@@ -85,8 +85,11 @@ def check_tools(runner: Runner) -> list[Check]:
 
 
 def check_pythons(find: Callable[[str], Path | None] | None = None) -> list[Check]:
-    """CPython versions the local backend can use for model environments."""
-    versions = ["2.7", *(f"3.{m}" for m in range(6, 14))]
+    """CPython versions the local backend can use for model environments: every version of
+    pyrepro's one release table (``interpreters.RELEASES``), found by its one search."""
+    from pyrepro.interpreters import RELEASES
+
+    versions = [v for v, _d in RELEASES]
     if find is None:
         find = _default_find
     found, missing = [], []
@@ -100,22 +103,14 @@ def check_pythons(find: Callable[[str], Path | None] | None = None) -> list[Chec
 
 
 def _default_find(version: str) -> Path | None:
-    try:
-        from pyrepro import interpreters
+    """``interpreters.find_python``, the search every stage uses (probed, so a broken pyenv folder
+    is not reported as found); None when it finds none."""
+    from pyrepro import interpreters
 
-        return interpreters.find(version)  # type: ignore[no-any-return, attr-defined]
-    except (ImportError, AttributeError):
-        pass
+    try:
+        return interpreters.find_python(version)
     except PyreproError:
         return None
-    p = shutil.which(f"python{version}")
-    if p:
-        return Path(p)
-    pyenv = Path.home() / ".pyenv" / "versions"
-    for d in sorted(pyenv.glob(f"{version}.*"), reverse=True):
-        if (d / "bin" / "python").exists():
-            return d / "bin" / "python"
-    return None
 
 
 def check_gpu(root: Path, runner: Runner) -> list[Check]:

@@ -147,6 +147,10 @@ class RunError(PyreproError):
     """A model run failed or produced no output."""
 
 
+class BudgetError(PyreproError):
+    """A time budget (``pyrepro reproduce --budget``) ran out: names the stage's command."""
+
+
 EXIT_CODES: dict[type[BaseException], int] = {
     UsageError: 2,
     InputError: 3,
@@ -159,6 +163,7 @@ EXIT_CODES: dict[type[BaseException], int] = {
     PatchError: 10,
     BuildError: 11,
     RunError: 12,
+    BudgetError: 13,
     PyreproError: 1,
     KeyboardInterrupt: 130,
 }

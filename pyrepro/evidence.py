@@ -9,7 +9,8 @@ Python, strongest evidence first:
    and ``pythonX.Y script.py`` in shell scripts, a ``python`` requirement in ``info.json``;
 2. the notebook's own record: ``metadata.language_info.version`` / the kernelspec name;
 3. Python 2 evidence from the scanner (``print "x"``, ``urllib2``): 2.7;
-4. no evidence: the newest CPython released before the submission date whose wheels exist for
+4. no evidence: the newest CPython out for ``ADOPTION_LAG`` (180 days) by the submission date
+   (``interpreters.settled_pythons``: a newer one was too new for the wheels of its time) whose wheels exist for
    every exact pin the submission declares (asked of the package index through an injectable
    ``wheel_check``; offline, the date alone decides), else the newest CPython pyrepro supports.
    Either way within the range the code's unguarded standard-library imports allow (``import
@@ -27,15 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyrepro.interpreters import (  # noqa: F401 (re-exported)
+    ADOPTION_LAG, NEWEST, RELEASES, python_of_day, settled_pythons, version_key)
 from pyrepro.types import Location
 
-# CPython minor versions pyrepro can target, with their first release date (python.org).
-RELEASES: tuple[tuple[str, dt.date], ...] = (
-    ("3.6", dt.date(2016, 12, 23)), ("3.7", dt.date(2018, 6, 27)), ("3.8", dt.date(2019, 10, 14)),
-    ("3.9", dt.date(2020, 10, 5)), ("3.10", dt.date(2021, 10, 4)), ("3.11", dt.date(2022, 10, 24)),
-    ("3.12", dt.date(2023, 10, 2)), ("3.13", dt.date(2024, 10, 7)),
-)
-NEWEST = RELEASES[-1][0]
 # How every reason for a Python chosen without evidence begins (reproduce moves only such a Python).
 NO_EVIDENCE = "no Python stated"
 # How strong each kind of evidence is (lower wins).
@@ -170,17 +166,6 @@ def _strings(obj: object) -> Iterable[str]:
 WheelCheck = Callable[[str, str, str], bool | None]  # (distribution, version, python) -> has a wheel? None: unknown
 
 
-def python_of_day(day: dt.date) -> str | None:
-    """The newest CPython minor version released on or before ``day`` (None: before 3.6)."""
-    out = [v for v, released in RELEASES if released <= day]
-    return out[-1] if out else None
-
-
-def version_key(v: str) -> tuple[int, ...]:
-    """``"3.10"`` -> ``(3, 10)``, for ordering Python versions."""
-    return tuple(int(x) for x in v.split("."))
-
-
 def stdlib_bounds(uses: Sequence[Any]) -> tuple[str, str, str]:
     """(lowest, highest, what) Python the code's standard-library imports allow (``scan.StdlibUse``:
     ``import imp`` allows 3.11 at the newest, ``import tomllib`` 3.11 at the oldest). Imports
@@ -221,10 +206,17 @@ def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = N
             return PythonChoice(chosen, f"the submission's files disagree ({where}); took the oldest, {chosen}{clash}",
                                 tuple(evidence))
         return PythonChoice(best.version, f"{best.location}: {best.text}{clash}", tuple(evidence))
-    candidates = [v for v, released in RELEASES if submitted is None or released <= submitted]
+    candidates = settled_pythons(submitted)
     if not candidates:
         candidates = [RELEASES[0][0]]
-    bound = f"released before the submission date {submitted}" if submitted else "pyrepro supports (no submission date)"
+    released_by = [v for v, r in RELEASES if submitted is None or r <= submitted]
+    if submitted is None:
+        bound = "pyrepro supports (no submission date)"
+    elif len(candidates) < len(released_by):
+        bound = (f"out for {ADOPTION_LAG.days} days by the submission date {submitted} ({released_by[-1]} was "
+                 "too new for the wheels of its time)")
+    else:
+        bound = f"released before the submission date {submitted}"
     if said:
         allowed = [v for v in candidates if version_key(lo) <= version_key(v) <= version_key(hi)]
         if not allowed and version_key(lo) <= version_key(hi):  # the date predates the Python the code needs
@@ -256,6 +248,119 @@ def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = N
             return PythonChoice(v, f"{NO_EVIDENCE}; no CPython {bound} has wheels for every exact pin; "
                                    f"{v} lacks the fewest ({', '.join(missing)})")
     return PythonChoice(candidates[-1], f"{NO_EVIDENCE}; the newest CPython {bound}")
+
+
+# ------------------------------------------------------------------------------------------ date
+
+@dataclass(frozen=True)
+class DateChoice:
+    day: dt.date | None
+    reason: str  # where the date comes from ("" when there is none)
+
+
+def stated_date(folder: Path) -> tuple[dt.date | None, str]:
+    """The date the submission's metadata states (``metadata.json`` ``date_submitted``, MM-DD-YYYY
+    or ISO; ``info.json`` ``date``; a model-metadata YAML's ``date_added``), with where it was read."""
+    for fname, key in (("metadata.json", "date_submitted"), ("info.json", "date")):
+        p = Path(folder) / fname
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        raw = data.get(key) if isinstance(data, dict) else None
+        if not isinstance(raw, str):
+            continue
+        m = re.match(r"^(\d{2})-(\d{2})-(\d{4})$", raw.strip())
+        try:
+            day = dt.date(int(m.group(3)), int(m.group(1)), int(m.group(2))) if m else \
+                dt.date.fromisoformat(raw.strip()[:10])
+        except ValueError:
+            continue
+        return day, f"{fname} {key}: {raw.strip()}"
+    return _yaml_date(Path(folder))
+
+
+# model-metadata YAML keys that state when the submission was made, strongest first
+YAML_DATE_KEYS = ("date_added", "date_submitted", "date")
+
+
+def _yaml_date(folder: Path) -> tuple[dt.date | None, str]:
+    """The date a model-metadata YAML file at the folder's top states (Matbench Discovery's
+    ``<model>.yml`` ``date_added``). A folder serving several models has one file each: the newest
+    date is taken, because a date bound there still admits every older file's pins."""
+    from pyrepro.scan.metadata import parser_for, parse_metadata_yml, yaml_top
+
+    found: list[tuple[dt.date, str]] = []
+    try:
+        files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".yml", ".yaml") and p.is_file())
+    except OSError:
+        return None, ""
+    for p in files:
+        if parser_for(p.name) is not parse_metadata_yml:
+            continue  # a conda environment file states no date
+        try:
+            top = yaml_top(p.read_text(encoding="utf-8", errors="replace"), set(YAML_DATE_KEYS))
+        except OSError:
+            continue
+        for key in YAML_DATE_KEYS:
+            raw = top.get(key)
+            if isinstance(raw, str):
+                try:
+                    found.append((dt.date.fromisoformat(raw.strip()[:10]), f"{p.name} {key}: {raw.strip()}"))
+                    break
+                except ValueError:
+                    continue
+    if not found:
+        return None, ""
+    day, why = max(found)
+    return day, why + (f" (newest of {len(found)} model files)" if len(found) > 1 else "")
+
+
+def git_date(folder: Path, *, runner: Any = None) -> tuple[dt.date | None, str]:
+    """The day of the last commit that touched ``folder`` when it lies in a git work tree."""
+    from pyrepro import proc
+
+    run = runner or proc.run
+    try:
+        done = run(["git", "-C", str(folder), "log", "-1", "--format=%cs %h", "--", "."], check=False, timeout=30)
+    except Exception:  # no git, or not a repository: no evidence
+        return None, ""
+    out = (getattr(done, "stdout", "") or "").strip().split()
+    if getattr(done, "returncode", 1) != 0 or len(out) != 2:
+        return None, ""
+    try:
+        return dt.date.fromisoformat(out[0]), f"the folder's last git commit ({out[1]}, {out[0]})"
+    except ValueError:
+        return None, ""
+
+
+def submission_date(folder: Path, *, pins: Sequence[tuple[str, str]] = (),
+                    uploaded: Callable[[str, str], str | None] | None = None, runner: Any = None) -> DateChoice:
+    """When the submission was made, strongest evidence first: the date its metadata states; the
+    last git commit of its folder; the newest upload day among its exact pins (it cannot be older
+    than the newest release it pins; ``uploaded``: the index's PEP 700 upload day, None offline).
+    ``DateChoice(None, "")`` when nothing says."""
+    day, why = stated_date(folder)
+    if day is not None:
+        return DateChoice(day, why)
+    day, why = git_date(folder, runner=runner)
+    if day is not None:
+        return DateChoice(day, why)
+    if uploaded is not None and pins:
+        days = []
+        for name, version in pins:
+            up = uploaded(name, version)
+            if not up:
+                continue
+            try:
+                days.append((dt.date.fromisoformat(up[:10]), name, version))
+            except ValueError:
+                continue
+        if days:
+            newest = max(days)
+            return DateChoice(newest[0], f"no date stated; the newest upload among its {len(pins)} exact pins: "
+                                         f"{newest[1]} {newest[2]} ({newest[0]})")
+    return DateChoice(None, "")
 
 
 # ------------------------------------------------------------------------------------- benchmarks

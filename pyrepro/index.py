@@ -9,6 +9,7 @@ in ``<cache>/index/`` (a release's files never change), so a second ask is offli
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import os
 import re
@@ -137,6 +138,26 @@ class Index:
                 continue
         return min(days) if days else None
 
+    def releases_by(self, name: str, day: dt.date | None = None) -> list[tuple[str, str]]:
+        """(version, first upload day) of every final release of ``name`` the index received by
+        ``day`` (None: any day), newest version first; yanked files left out."""
+        from packaging.version import InvalidVersion, Version
+
+        first: dict[Version, str] = {}
+        for f in (self._project(name) or {}).get("files", []):
+            if not isinstance(f, dict) or f.get("yanked") or not f.get("upload-time"):
+                continue
+            v = _version_of(str(f.get("filename", "")))
+            try:
+                ver = Version(v or "")
+            except InvalidVersion:
+                continue
+            up = str(f["upload-time"])[:10]
+            if ver.is_prerelease or (day is not None and up > day.isoformat()):
+                continue
+            first[ver] = min(first.get(ver, up), up)
+        return [(str(v), first[v]) for v in sorted(first, reverse=True)]
+
     def has_wheel(self, name: str, version: str, python: str) -> bool | None:
         files = self.release_files(name, version)
         if files is None:
@@ -228,27 +249,6 @@ def _zip_names(tail: bytes, size_hint: int, fetch_at: Callable[[int, int], bytes
     return names
 
 
-def top_levels_of(names: list[str]) -> frozenset[str]:
-    """Importable top-level names from a wheel's file list (what top_level.txt would say, but from
-    the files themselves): packages, modules, extension modules; metadata folders left out."""
-    out = set()
-    for n in names:
-        parts = n.split("/")
-        if parts[0].endswith(".data") and len(parts) > 3 and parts[1] in ("purelib", "platlib"):
-            parts = parts[2:]
-        head = parts[0]
-        if head.endswith((".dist-info", ".data")) or not head:
-            continue
-        if len(parts) > 1:
-            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", head):
-                out.add(head)
-            continue
-        m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)(\.[^/]*)?\.(py|so|pyd)", head)
-        if m:
-            out.add(m.group(1))
-    return frozenset(out)
-
-
 class WheelIndex(Index):
     """``Index`` plus the top-level modules of a release's wheel, read from the wheel's zip
     central directory with two HTTP range requests (never the whole wheel), cached per file."""
@@ -324,6 +324,8 @@ class WheelIndex(Index):
         names = _zip_names(tail, size, lambda off, n: self.range_fetch(url, off, n))
         if names is None:
             return None
+        from pyrepro.toplevel import top_levels_of
+
         tops = top_levels_of(names)
         if path is not None:
             _cache_write(path, sorted(tops))

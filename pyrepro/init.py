@@ -56,22 +56,41 @@ class InitResult:
 
 
 def _submitted(folder: Path) -> str | None:
-    for fname, key in (("metadata.json", "date_submitted"), ("info.json", "date")):
-        p = folder / fname
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+    """The date the submission's metadata states (ISO), or None (``evidence.stated_date``)."""
+    from pyrepro import evidence
+
+    day, _why = evidence.stated_date(folder)
+    return day.isoformat() if day else None
+
+
+def _exact_pins(scan: ScanResult) -> list[tuple[str, str]]:
+    """(name, version) of every exact pin the submission declares."""
+    return [(d.name, d.spec.split("==", 1)[1].split(";")[0].strip()) for d in scan.declared
+            if "==" in d.spec and "*" not in d.spec.split("==", 1)[1]]
+
+
+def _conflicting_exact_pins(scan: ScanResult) -> dict[str, tuple[Any, list[Any]]]:
+    """Names the submission pins exactly to more than one version (a folder serving several model
+    versions, one metadata file each): name -> (the declaration of the newest version, the others).
+    Two exact pins can never lock together; the newest agrees with the date chosen for the folder
+    (evidence: the newest model file's)."""
+    from packaging.version import InvalidVersion, Version
+
+    by: dict[str, list[tuple[Version, Any]]] = {}
+    for d in scan.declared:
+        if "==" not in d.spec or "@" in d.spec:
             continue
-        raw = data.get(key) if isinstance(data, dict) else None
-        if isinstance(raw, str):
-            m = re.match(r"^(\d{2})-(\d{2})-(\d{4})$", raw.strip())
-            if m:
-                return f"{m.group(3)}-{m.group(1)}-{m.group(2)}"
-            try:
-                return dt.date.fromisoformat(raw.strip()[:10]).isoformat()
-            except ValueError:
-                pass
-    return None
+        raw = d.spec.split("==", 1)[1].split(";")[0].strip()
+        try:
+            by.setdefault(d.name, []).append((Version(raw), d))
+        except InvalidVersion:
+            continue
+    out = {}
+    for n, vs in by.items():
+        if len({v for v, _d in vs}) > 1:
+            newest = max(vs, key=lambda x: x[0])
+            out[n] = (newest[1], [d for v, d in vs if v != newest[0]])
+    return out
 
 
 def _pin(folder: Path, mirror: Path | None) -> tuple[dict[str, str], list[str]]:
@@ -121,7 +140,9 @@ class Decisions:
 
 
 def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: ScanResult, pin: dict[str, str],
-                     wheel_matches: Sequence[WheelMatch] = ()) -> str:
+                     wheel_matches: Sequence[WheelMatch] = (), submitted: Any = None) -> str:
+    """The draft model.toml. ``submitted``: an ``evidence.DateChoice`` (default: the date the
+    metadata states)."""
     d = python if isinstance(python, Decisions) else Decisions(python, "given with --python")
     doc = tomlkit.document()
     doc.add(tomlkit.comment(f"Draft written by 'pyrepro init' from {folder.name}; review every value."))
@@ -138,9 +159,12 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
     doc["benchmarks"] = list(d.benchmarks) or ["dft_3d_exfoliation_energy"]
     if d.benchmarks_reason:
         doc["benchmarks_reason"] = d.benchmarks_reason
-    sub = _submitted(folder)
-    if sub:
-        doc["submitted"] = sub
+    from pyrepro import evidence
+
+    when = submitted if submitted is not None else evidence.DateChoice(*evidence.stated_date(folder))
+    if when.day is not None:
+        doc["submitted"] = when.day.isoformat()
+        doc["submitted_reason"] = when.reason
     notes = [f"unresolved import {i.module}: {i.note}" for i in scan.unresolved]
     if isinstance(python, Decisions) and not d.benchmarks:
         notes.append("no result files (<Category>-<Task>-<property>-<dataset>-test-<metric>.csv.zip) found: "
@@ -181,6 +205,14 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
         if src is not None and decl.name not in vcs:
             vcs[decl.name] = (src, decl)
     pinned_sources = {n: v for n, v in vcs.items() if re.fullmatch(r"[0-9a-f]{40}", v[0][2])}
+    # a source with no full commit cannot be installed, but a PyPI declaration of the same name can
+    # (an install hint for a branch, next to the model file's pinned release): that one is used
+    for n in [n for n in vcs if n not in pinned_sources]:
+        pypi = next((d for d in scan.declared if d.name == n and vcs_source(d.spec) is None), None)
+        if pypi is not None:
+            (_nm, url, ref), decl = vcs.pop(n)
+            notes.append(f"declared VCS source {n} ({decl.path}:{decl.line}, {url}{' at ' + ref if ref else ''}) not "
+                         f"used: {n} is also declared from PyPI ({pypi.path}:{pypi.line}: {pypi.spec}), which installs")
     for n, ((_nm, url, ref), decl) in sorted(vcs.items()):
         if n not in pinned_sources:
             notes.append(f"declared VCS source {n} ({decl.path}:{decl.line}): {url}"
@@ -215,16 +247,34 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
         elif not _not_installable(dname):
             extra.append(dname)
     deps["extra"] = extra
+    deps["scanned"], bad_scanned = _valid_requirements(list(deps["scanned"]), names_only=True)
+    deps["extra"], bad_extra = _valid_requirements(extra)
+    for bad in (*bad_scanned, *bad_extra):
+        notes.append(f"not written as a dependency: {bad!r} is not a valid PEP 508 requirement; review it")
+    if bad_scanned or bad_extra:
+        doc["notes"] = "; ".join(notes)
     if dropped:
         notes.append("declared development tools not installed: " + ", ".join(dropped))
         doc["notes"] = "; ".join(notes)
     seen_specs: set[tuple[str, str]] = set()
+    exact = _conflicting_exact_pins(scan)
+    for n, (kept, others) in sorted(exact.items()):
+        notes.append(f"{n} is pinned to several versions: kept =={kept.spec.split('==', 1)[1].split(';')[0].strip()} "
+                     f"({kept.path}:{kept.line}), the newest (two exact pins never lock together); "
+                     "not " + ", ".join(f"=={o.spec.split('==', 1)[1].split(';')[0].strip()} ({o.path}:{o.line})"
+                                         for o in others))
+    if exact:
+        doc["notes"] = "; ".join(notes)
     for decl in scan.declared:
+        if decl.name in exact and decl is not exact[decl.name][0] and "==" in decl.spec:
+            continue
         spec = decl.spec[len(decl.spec.split("=")[0].split("<")[0].split(">")[0].split("!")[0].split("~")[0]):].strip()
         spec = spec.split(";")[0].strip()
         if decl.name not in used and decl.name not in extra:
             continue
         spec = _pep440_spec(spec.replace(" ", ""))
+        if spec and not _valid_requirements([f"{decl.name}{spec}"], names_only=False)[0]:
+            spec = ""  # never written: it would not parse as a requirement
         if spec and "@" not in decl.spec and (decl.name, spec) not in seen_specs:
             seen_specs.add((decl.name, spec))
             t = tomlkit.table()
@@ -263,13 +313,16 @@ class WheelMatch:
     declared: bool  # the submission declares the distribution (written to [mapping]); else a review note
 
 
-def match_by_wheels(scan: ScanResult, index: Any) -> list[WheelMatch]:
+def match_by_wheels(scan: ScanResult, index: Any, before: dt.date | None = None) -> list[WheelMatch]:
     """Imports with no known distribution, checked against the wheels of the distributions the
     submission declares (``import ax`` with ``ax-platform==0.2.3`` declared): a module that a
     declared distribution's wheel ships at top level resolves to it (written to ``[mapping]``
-    with the wheel named). A guess that matches no declaration is checked against the wheel of
-    the guessed name, but only ever becomes a review note: a PyPI project of that name may be
-    anyone's (``utils``), so nothing undeclared is installed on the strength of a name."""
+    with the wheel named). A guess that matches no declaration gets a provider by evidence
+    (``pyrepro.providers``, rule import-provider: a candidate whose wheel, released by ``before``,
+    the submission's date, ships that module), written to ``[mapping]`` with that evidence, the
+    same rule the import check's repair applies, one lock and build earlier. A name the table
+    knows is not on PyPI, or a generic name that is almost always the submission's own missing
+    module (``utils``), is never given one; it stays a review note."""
     guesses = [i for i in scan.imports if i.resolved_with in ("identity-guess", "unresolved")]
     if not guesses or index is None or not hasattr(index, "top_levels"):
         return []
@@ -306,12 +359,14 @@ def match_by_wheels(scan: ScanResult, index: Any) -> list[WheelMatch]:
         elif len(hits) > 1:
             out.append(WheelMatch(top, hits[0][0], "ambiguous: the wheels of " + ", ".join(h[0] for h in hits)
                                   + f" all ship {top}; review and add the right one to [mapping]", False))
-        elif imp.guess:
-            got = wheel(imp.guess, None)
-            if got is not None and top in got[0]:
-                out.append(WheelMatch(top, imp.guess, f"not declared; PyPI's {imp.guess} wheel {got[1]} does ship "
-                                      f"{top}, but a name alone is no evidence: review it, then add it to [mapping]",
-                                      False))
+        elif imp.guess and hasattr(index, "releases_by"):
+            from pyrepro.providers import find_provider, known_absent
+
+            if known_absent(imp.module):
+                continue
+            found = find_provider(imp.module, index, before)
+            if found is not None:
+                out.append(WheelMatch(top, found.distribution, found.reason, True))
     return out
 
 
@@ -334,6 +389,26 @@ def _pep440_spec(spec: str) -> str:
     except InvalidSpecifier:
         return ""
     return spec
+
+
+def _valid_requirements(reqs: list[str], *, names_only: bool = False) -> tuple[list[str], list[str]]:
+    """(the ones that parse as PEP 508 requirements, the ones that do not); ``names_only``: each
+    must also be a bare canonical distribution name. Nothing else is ever written to model.toml."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    good, bad = [], []
+    for r in reqs:
+        try:
+            parsed = Requirement(r)
+        except InvalidRequirement:
+            bad.append(r)
+            continue
+        if names_only and (str(parsed) != r or canonicalize_name(parsed.name) != r):
+            bad.append(r)
+        else:
+            good.append(r)
+    return good, bad
 
 
 def _not_installable(dist: str) -> bool:
@@ -371,8 +446,7 @@ def decide(folder: Path, scan: ScanResult, *, name: str, models_dir: Path, pytho
         py, why = python, "given with --python"
     else:
         found = evidence.python_evidence(folder, python2=[w.location for w in scan.python2_evidence])
-        pins = [(d.name, d.spec.split("==", 1)[1].split(";")[0].strip()) for d in scan.declared
-                if "==" in d.spec and "*" not in d.spec.split("==", 1)[1]]
+        pins = _exact_pins(scan)
         date = dt.date.fromisoformat(submitted) if submitted else None
         choice = evidence.choose_python(found, submitted=date, pins=pins,
                                         wheel_check=index.has_wheel if index is not None else None,
@@ -409,6 +483,11 @@ def init_model(folder: Path, *, name: str, models_dir: Path, python: str | None 
     scan = scan_path(folder, python=python or "3.11")  # raises NotFoundError for a missing folder
     if not folder.is_dir():
         raise InputError("init needs a contribution folder, not a file", path=folder)
+    if scan.unreadable:  # a draft without that file's declarations would look complete and be wrong
+        bad = scan.unreadable[0]
+        raise InputError(f"declaration file cannot be read: {bad.message}", path=folder / bad.location.path,
+                         line=bad.location.line,
+                         hint="fix the file (nothing was written), or draft from a copy of the folder without it")
     target = models_dir / name
     if target.exists() and not force:
         raise UsageError(f"{target} already exists", hint="pass --force to overwrite it, or choose another --name")
@@ -418,11 +497,14 @@ def init_model(folder: Path, *, name: str, models_dir: Path, python: str | None 
         from pyrepro.index import WheelIndex
 
         index = WheelIndex(cache)
+    from pyrepro import evidence
+
+    when = evidence.submission_date(folder, pins=_exact_pins(scan), uploaded=index.uploaded if index else None)
     decisions, warnings = decide(folder, scan, name=name, models_dir=models_dir, python=python,
-                                 submitted=_submitted(folder), index=index)
+                                 submitted=when.day.isoformat() if when.day else None, index=index)
     if decisions.python != (python or "3.11") and decisions.python.startswith("3."):
         scan = scan_path(folder, python=decisions.python)  # the standard library of the chosen Python
-    matches = match_by_wheels(scan, index)
+    matches = match_by_wheels(scan, index, when.day)
     mapping = {m.module: m.distribution for m in matches if m.declared}
     if mapping:  # the reviewed-mapping resolver of the draft, so the scan result is what build checks
         scan = scan_path(folder, python=decisions.python if decisions.python.startswith("3.") else "3.11",
@@ -433,7 +515,7 @@ def init_model(folder: Path, *, name: str, models_dir: Path, python: str | None 
         # a folder outside any pinned mirror: its verified copy goes into the content-addressed
         # source cache, so build finds it by tree id without a mirror or a download
         sources.install_tree(folder, cache, pin["tree"])
-    text = draft_model_toml(folder, name, decisions, scan, pin, matches)
+    text = draft_model_toml(folder, name, decisions, scan, pin, matches, submitted=when)
     models_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=models_dir))
     try:

@@ -8,6 +8,7 @@ broken pyenv folder is skipped rather than used.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 from dataclasses import dataclass
@@ -18,6 +19,42 @@ from pyrepro.errors import MissingToolError, UsageError
 from pyrepro.proc import Runner
 
 _VERSION = re.compile(r"^3\.\d+$")
+
+# The one table of CPython minor versions pyrepro can target, with their first release date
+# (python.org): init's choice (pyrepro.evidence), the repair planner's moves (pyrepro.repair) and
+# doctor's check all read it.
+RELEASES: tuple[tuple[str, dt.date], ...] = (
+    ("3.6", dt.date(2016, 12, 23)), ("3.7", dt.date(2018, 6, 27)), ("3.8", dt.date(2019, 10, 14)),
+    ("3.9", dt.date(2020, 10, 5)), ("3.10", dt.date(2021, 10, 4)), ("3.11", dt.date(2022, 10, 24)),
+    ("3.12", dt.date(2023, 10, 2)), ("3.13", dt.date(2024, 10, 7)),
+)
+NEWEST = RELEASES[-1][0]
+
+
+def version_key(v: str) -> tuple[int, ...]:
+    """``"3.10"`` -> ``(3, 10)``, for ordering Python versions."""
+    return tuple(int(x) for x in v.split("."))
+
+
+def python_of_day(day: dt.date) -> str | None:
+    """The newest CPython minor version released on or before ``day`` (None: before 3.6)."""
+    out = [v for v, released in RELEASES if released <= day]
+    return out[-1] if out else None
+
+
+# A new CPython waits months for the scientific stack's wheels (torch, tensorflow, scipy, pymatgen
+# took about 4-6 months for 3.11 and 3.12): code submitted shortly after a release was written on
+# the one before. Used only for a guess from the submission date, never for a stated Python.
+ADOPTION_LAG = dt.timedelta(days=180)
+
+
+def settled_pythons(day: dt.date | None) -> list[str]:
+    """The CPython minor versions out for ``ADOPTION_LAG`` by ``day`` (all when ``day`` is None),
+    oldest first; the ones released before ``day`` when none had been out that long."""
+    if day is None:
+        return [v for v, _r in RELEASES]
+    settled = [v for v, released in RELEASES if released + ADOPTION_LAG <= day]
+    return settled or [v for v, released in RELEASES if released <= day]
 
 
 @dataclass(frozen=True)

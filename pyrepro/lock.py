@@ -80,8 +80,10 @@ from pyrepro.pdmrun import (  # noqa: F401
     _run_pdm,
     _timed_out,
     _trim,
+    needs_stand_in,
     pdm_cache_dir,
     pdm_command,
+    stand_in_interpreter,
 )
 from pyrepro.proc import Runner
 from pyrepro.progress import NULL_PROGRESS, Progress, output_detail
@@ -335,7 +337,7 @@ def upload_date(name: str, version: str, *, runner: Runner,
 def _later_bound(problems: Sequence[relax.Problem], reqs: Sequence[str], bound: str,
                  *, runner: Runner) -> tuple[str, str] | None:
     """``lockplan.later_bound`` with the upload days looked up from the index."""
-    wanted = lockplan._direct_not_found(problems, reqs)
+    wanted = lockplan.direct_not_found(problems, reqs)
     uploaded = {(pkg, v): upload_date(pkg, v, runner=runner) for pkg, v, _ in wanted}
     return lockplan.later_bound(problems, reqs, bound, uploaded)
 
@@ -428,7 +430,8 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                              key=f"project.dependencies[{i}]",
                              hint="write it like 'name>=1.0'; regenerate from model.toml")
     if python_exe is None:
-        python_exe = find_python(req.python)
+        # pdm cannot run a 3.6/3.7 interpreter: it runs a stand-in, and the lock needs none of the target's
+        python_exe = stand_in_interpreter(req.python) if needs_stand_in(req.python) else find_python(req.python)
     label = f"lock {req.name}"
     progress.start(label, total=None)
     attempts: list[Attempt] = []
@@ -521,6 +524,9 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
         fidelity.extend(bound_moves)
     if strategy == "date-bounded":
         fidelity.append(f"resolved with nothing newer than {_bound(req.submitted)} (the submission era)")
+    if result.stand_in:
+        fidelity.append(f"pdm ran on {result.stand_in} for this Python {req.python} target (pdm's helpers do "
+                        f"not run on {req.python}); metadata of sdist-only packages was built there")
     if steps:
         # the relaxed requirement set must become the pyproject that the lock belongs to
         if persist is None:

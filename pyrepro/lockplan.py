@@ -131,7 +131,7 @@ def start(declared: Sequence[str], *, first: Strategy = "as-declared", era_bound
     return Situation(tuple(declared), order, era_bound, facts=relax.Facts(imported=imported))
 
 
-def _direct_not_found(problems: Sequence[relax.Problem], reqs: Sequence[str]) -> list[tuple[str, str, str]]:
+def direct_not_found(problems: Sequence[relax.Problem], reqs: Sequence[str]) -> list[tuple[str, str, str]]:
     """(package, version, requirement) of direct requirements the resolver said it could not find:
     an exact pin gives its version; any other requirement gives "" (the project's first release:
     a package that did not exist yet at the submission date, like a tool the authors published
@@ -158,7 +158,7 @@ def later_bound(problems: Sequence[relax.Problem], reqs: Sequence[str], bound: s
     except ValueError:
         return None
     best: tuple[dt.date, str] | None = None
-    for pkg, version, req in _direct_not_found(problems, reqs):
+    for pkg, version, req in direct_not_found(problems, reqs):
         day = uploaded.get((pkg, version))
         if day is None or day < current:
             continue
@@ -194,7 +194,7 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
     reqs = s.requirements
     bound = s.relax_bound
     if bound:
-        missing = tuple(dict.fromkeys((pkg, v) for pkg, v, _ in _direct_not_found(problems, reqs)
+        missing = tuple(dict.fromkeys((pkg, v) for pkg, v, _ in direct_not_found(problems, reqs)
                                       if (pkg, v) not in s.uploaded))
         if missing:
             return LookUp(uploads=missing)
@@ -214,5 +214,5 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
     return Try("relaxed", step.requirements, bound, step=step)
 
 
-__all__ = ["MAX_STEPS", "STRATEGIES", "GiveUp", "Locked", "LookUp", "Move", "Situation", "Tried", "Try",
+__all__ = ["MAX_STEPS", "STRATEGIES", "GiveUp", "direct_not_found", "Locked", "LookUp", "Move", "Situation", "Tried", "Try",
            "later_bound", "next_move", "start"]

@@ -1,17 +1,20 @@
 """One ``pdm lock`` attempt: the pinned pdm, its environment (cache under pyrepro's, compat
-constraints for 3.6-3.9 targets), transient-error retries, live resolver detail from ``-v``
-output, and what a failed attempt is recorded as. Split out of ``pyrepro.lock`` (the procedure
-and its record); nothing here decides what to try next.
+constraints for 3.8-3.9 targets, a stand-in interpreter for 3.6-3.7 targets, a temporary
+directory of its own), transient-error retries, live resolver detail from ``-v`` output, and what
+a failed attempt is recorded as. Split out of ``pyrepro.lock`` (the procedure and its record);
+nothing here decides what to try next.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pyrepro import relax
@@ -30,6 +33,75 @@ def pdm_command() -> list[str]:
     return [sys.executable, "-m", "pdm"]
 
 
+# --------------------------------------------------------------------------- the interpreter pdm runs
+
+# pdm runs its project's interpreter with helper scripts and libraries (pdm/models/in_process/*.py,
+# dep-logic, packaging) that do not run on 3.6 ("from __future__ import annotations": SyntaxError)
+# or 3.7 (dep_logic/tags/platform.py's ":=": SyntaxError), and it only accepts an interpreter its
+# project's requires-python admits. The lock itself is made for the lock target (--python ==3.7.*
+# --platform ... --implementation cpython) and needs no interpreter of that version, so for these
+# targets pdm runs through ``python -m pyrepro.pdmrun`` with a stand-in interpreter: the nearest
+# newer CPython that pdm's helpers run on, else pyrepro's own. Sdist metadata (sdist-only
+# packages) is then built on the stand-in; the lock record says which one.
+HELPERS_OLDEST = (3, 8)
+STAND_IN_VERSIONS = ("3.8", "3.9", "3.10")
+STAND_IN_ENV = "PYREPRO_PDM_STAND_IN"
+
+
+def _version_tuple(python: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in python.split(".")[:2])
+    except ValueError:
+        return ()
+
+
+def needs_stand_in(python: str) -> bool:
+    """Whether pdm cannot run the ``python`` (``"3.7"``) interpreter itself, so a lock for it runs
+    pdm with a stand-in interpreter (``stand_in_interpreter``)."""
+    v = _version_tuple(python)
+    return bool(v) and v < HELPERS_OLDEST
+
+
+def stand_in_interpreter(python: str, find: Callable[[str], Path] | None = None) -> Path:
+    """The interpreter pdm runs for a lock targeting ``python`` when ``needs_stand_in``: the first
+    installed CPython of ``STAND_IN_VERSIONS`` (closest to the target, so sdist metadata is built
+    on as near a Python as pdm allows), else the interpreter pyrepro runs on. ``find``: the
+    interpreter search (default ``pyrepro.interpreters.find_python``)."""
+    from pyrepro.errors import MissingToolError
+
+    if find is None:
+        from pyrepro.interpreters import find_python
+
+        find = find_python
+    for v in STAND_IN_VERSIONS:
+        if _version_tuple(v) <= _version_tuple(python):
+            continue
+        try:
+            return find(v)
+        except MissingToolError:
+            continue
+    return Path(sys.executable)
+
+
+def _stand_in_main(argv: list[str]) -> int:
+    """``python -m pyrepro.pdmrun ARGS``: pdm's command line with its project interpreter replaced
+    by ``$PYREPRO_PDM_STAND_IN`` whatever the project's requires-python says (pdm would otherwise
+    search for, and run, an interpreter of the target version). Everything else is pdm's own: the
+    requires-python that lock markers are relative to, the lock targets, the lock file."""
+    from pdm.core import main
+    from pdm.models.python import PythonInfo
+    from pdm.project.core import Project
+
+    exe = os.environ[STAND_IN_ENV]
+
+    def resolve_interpreter(self: Project) -> PythonInfo:
+        return PythonInfo.from_path(exe)
+
+    Project.resolve_interpreter = resolve_interpreter  # type: ignore[method-assign]
+    main(argv)  # exits with pdm's own status on failure
+    return 0
+
+
 # --------------------------------------------------------------------------- running pdm
 
 @dataclass(frozen=True)
@@ -39,6 +111,7 @@ class _Run:
     seconds: float
     lock_text: str = ""
     aarch64: str = ""
+    stand_in: str = ""  # the interpreter pdm ran instead of the target's (needs_stand_in), home as ~
 
 
 # pdm inspects a target interpreter older than 3.10 with helper libraries it pip-installs into
@@ -110,7 +183,10 @@ def bound_http_cache(cache: Path, limit_mb: float | None = None) -> int:
     return freed
 
 
-def _pdm_env(python_exe: Path | None) -> dict[str, str]:
+def _pdm_env(python_exe: Path | None, *, stand_in: bool = False, tmp: Path | None = None) -> dict[str, str]:
+    """pdm's environment: pyrepro's pdm cache, no venv, no saved interpreter; ``python_exe`` as
+    PDM_PYTHON (``stand_in``: as ``$PYREPRO_PDM_STAND_IN`` for ``_stand_in_main``); ``tmp`` as its
+    temporary directory (TMPDIR, TMP, TEMP)."""
     env = dict(os.environ)
     cache = Path(env.get("PDM_CACHE_DIR") or pdm_cache_dir())
     bound_http_cache(cache)
@@ -119,8 +195,13 @@ def _pdm_env(python_exe: Path | None) -> dict[str, str]:
                 "PIP_CONSTRAINT": str(_prepare_compat(cache))})
     env.pop("PDM_PROJECT", None)
     env.pop("PDM_LOCKFILE", None)
+    env.pop(STAND_IN_ENV, None)
     if python_exe is not None:
         env["PDM_PYTHON"] = str(python_exe)
+        if stand_in:
+            env[STAND_IN_ENV] = str(python_exe)
+    if tmp is not None:
+        env.update({"TMPDIR": str(tmp), "TMP": str(tmp), "TEMP": str(tmp)})
     return env
 
 
@@ -143,10 +224,37 @@ _CACHE_BUSY = re.compile(r"database is locked", re.I)
 def _run_pdm(workdir: Path, python: str, exclude_newer: str | None, *, runner: Runner,
              python_exe: Path | None, timeout: float, aarch64: bool,
              on_line: Callable[[str], None] | None = None) -> _Run:
-    env = _pdm_env(python_exe)
+    """One attempt: ``pdm lock`` for x86_64, then ``--append`` aarch64. pdm gets a temporary
+    directory of its own (its ``pdm-build-*`` folders and build environments go there), removed
+    afterwards whatever happened. For a ``needs_stand_in`` target ``python_exe`` is the stand-in
+    (``stand_in_interpreter`` when None)."""
+    stand_in = needs_stand_in(python)
+    if stand_in and python_exe is None:
+        python_exe = stand_in_interpreter(python)
+    tmp = Path(tempfile.mkdtemp(prefix="pyrepro-pdm-tmp-"))
+    try:
+        run = _run_pdm_in(workdir, python, exclude_newer, runner=runner, python_exe=python_exe, timeout=timeout,
+                          aarch64=aarch64, on_line=on_line, stand_in=stand_in, tmp=tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if stand_in and python_exe is not None:
+        run = replace(run, stand_in=_stand_in_label(python_exe))
+    return run
+
+
+def _stand_in_label(exe: Path) -> str:
+    """The stand-in as the record says it (home folder as ``~``: records get committed)."""
+    return str(exe).replace(str(Path.home()), "~")
+
+
+def _run_pdm_in(workdir: Path, python: str, exclude_newer: str | None, *, runner: Runner,
+                python_exe: Path | None, timeout: float, aarch64: bool, on_line: Callable[[str], None] | None,
+                stand_in: bool, tmp: Path) -> _Run:
+    env = _pdm_env(python_exe, stand_in=stand_in, tmp=tmp)
     start = time.monotonic()
+    pdm = [sys.executable, "-m", "pyrepro.pdmrun"] if stand_in else pdm_command()
     # -v: pdm logs its resolver's rounds and pins (for ``on_line``); _quiet() takes them out again
-    cmd = [*pdm_command(), "lock", "-v", "-p", str(workdir), *_lock_args(python, PLATFORMS[0], exclude_newer)]
+    cmd = [*pdm, "lock", "-v", "-p", str(workdir), *_lock_args(python, PLATFORMS[0], exclude_newer)]
     for retry in range(TRANSIENT_RETRIES + 1):
         try:
             done = runner(cmd, cwd=workdir, env=env, check=False, timeout=timeout, on_line=on_line)
@@ -171,7 +279,7 @@ def _run_pdm(workdir: Path, python: str, exclude_newer: str | None, *, runner: R
     if aarch64:
         saved = lock_file.read_text(encoding="utf-8")
         left = max(60.0, timeout - (time.monotonic() - start))
-        cmd2 = [*pdm_command(), "lock", "-v", "-p", str(workdir), "--append",
+        cmd2 = [*pdm, "lock", "-v", "-p", str(workdir), "--append",
                 *_lock_args(python, PLATFORMS[1], exclude_newer)]
         try:
             d2 = runner(cmd2, cwd=workdir, env=env, check=False, timeout=left, on_line=on_line)
@@ -301,3 +409,7 @@ def _trim(text: str, lines: int = 25) -> str:
     return relax.error_excerpt(text, lines)
 
 
+
+
+if __name__ == "__main__":
+    sys.exit(_stand_in_main(sys.argv[1:]))

@@ -264,7 +264,8 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
     r = _Reader(path, data)
     r.unknown({"schema", "name", "upstream_name", "aliases", "title", "python", "gpu", "benchmarks",
                "submitted", "source", "extra_sources", "entry", "test", "runtime", "dependencies",
-               "predictions", "notes", "mapping", "python_reason", "gpu_reason", "benchmarks_reason"})
+               "predictions", "notes", "mapping", "python_reason", "gpu_reason", "benchmarks_reason",
+               "submitted_reason"})
     schema = data.get("schema")
     if schema != SCHEMA:
         raise r.fail("schema", f"unsupported schema {schema!r}", f"set schema = {SCHEMA}")

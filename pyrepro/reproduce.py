@@ -119,17 +119,92 @@ def _next_step(exc: PyreproError, fallback: str) -> str:
     return exc.hint or fallback
 
 
+class Budget:
+    """A time budget for one reproduction: ``runner(...)`` wraps the subprocess chokepoint so every
+    command gets at most the time left (its own timeout when shorter), and a command that would
+    start after the end, or that the end of the budget cut short, raises ``BudgetError`` naming it.
+    ``seconds`` None: no budget (the commands' own timeouts only)."""
+
+    def __init__(self, seconds: float | None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self.end = clock() + seconds if seconds is not None else None
+
+    def left(self) -> float | None:
+        return None if self.end is None else self.end - self.clock()
+
+    def spent(self) -> bool:
+        left = self.left()
+        return left is not None and left <= 1.0
+
+    def what(self) -> str:
+        return f"the time budget of {self.seconds / 60:.3g} min" if self.seconds is not None else "no time budget"
+
+    def runner(self, inner: Runner) -> Runner:
+        if self.end is None:
+            return inner
+        from pyrepro.errors import BudgetError, ExternalToolError
+
+        def call(cmd: Any, **kw: Any) -> Any:
+            left = self.left() or 0.0
+            shown = " ".join(str(c) for c in list(cmd)[:3])
+            if left <= 1.0:
+                raise BudgetError(f"{self.what()} ran out before '{shown} ...' could start",
+                                  hint=_BUDGET_HINT)
+            own = kw.get("timeout")
+            cut = own is None or own > left
+            if cut:
+                kw["timeout"] = left
+            try:
+                return inner(cmd, **kw)
+            except ExternalToolError as exc:
+                if cut and exc.timeout is not None and self.spent():
+                    raise BudgetError(f"{self.what()} ran out during '{shown} ...'", hint=_BUDGET_HINT) from exc
+                raise
+
+        return call  # type: ignore[return-value]
+
+
+# The share of the time left that one lock may take: the build and the import check need the rest
+LOCK_SHARE_OF_BUDGET = 0.5
+
+
+def _relock_kw(rec: dict[str, Any], lock_timeout: float | None) -> dict[str, Any]:
+    t = _lock_timeout(rec, lock_timeout)
+    return {"timeout": t} if t else {}
+
+
+def _lock_timeout(rec: dict[str, Any], lock_timeout: float | None) -> float | None:
+    """The lock's timeout under the reproduction's budget: at most ``LOCK_SHARE_OF_BUDGET`` of the
+    time left (so the as-declared attempt, a third of it, cannot eat the budget by backtracking)."""
+    limit = rec.get("budget")
+    left = limit.left() if limit is not None else None
+    if left is None:
+        return lock_timeout
+    share = max(60.0, left * LOCK_SHARE_OF_BUDGET)
+    return min(lock_timeout, share) if lock_timeout else share
+
+
+_BUDGET_HINT = "rerun with a larger --budget (minutes): finished stages (the lock, a built environment) are reused"
+DEFAULT_BUDGET = 10 * 60  # seconds: the issue-23 budget for one submission on 2 cores
+
+
 def reproduce(folder: Path, *, paths: Paths, name: str | None = None, python: str | None = None,
               test: bool = False, online: bool = True, force: bool = False, mirror: Path | None = None,
               lock_timeout: float = 15 * 60, progress: Progress = NULL_PROGRESS, runner: Runner = proc.run,
-              clock: Callable[[], float] = time.monotonic) -> Reproduction:
+              clock: Callable[[], float] = time.monotonic, budget: float | None = None) -> Reproduction:
     """Run the stages above on ``folder``; never raises for a stage's failure (it is recorded).
-    An interruption (Ctrl-C, SIGTERM, a scheduler's time limit) is recorded too, then re-raised."""
+    An interruption (Ctrl-C, SIGTERM, a scheduler's time limit) is recorded too, then re-raised.
+    ``budget``: seconds for the whole reproduction (None: unlimited); when it runs out, the stage
+    it ran out in fails saying so (``BudgetError``), never a half-written model folder."""
     folder = Path(folder)
     name = name or default_name(folder)
     stages: list[Stage] = []
     rec: dict[str, Any] = {"name": name, "folder": str(folder)}
     t_start = clock()
+    limit = Budget(budget, clock)
+    runner = limit.runner(runner)
+    rec["budget"] = limit
     try:
         return _reproduce(folder, name, stages, rec, paths=paths, python=python, test=test, online=online,
                           force=force, mirror=mirror, lock_timeout=lock_timeout, progress=progress, runner=runner,
@@ -182,6 +257,13 @@ def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any]
 
     def done(error: PyreproError | None = None) -> Reproduction:
         steps.end("failed" if error else "")
+        limit = rec.get("budget")
+        if error is not None and limit is not None and limit.spent() and stages and stages[-1].status == "failed" \
+                and "time budget" not in stages[-1].detail:
+            # the budget ended it, whatever the tool said about being cut short
+            last = stages[-1]
+            stages[-1] = Stage(last.name, "failed", last.seconds, f"{limit.what()} ran out: {last.detail}",
+                               _BUDGET_HINT, last.category)
         # stages never reached are listed as skipped, so the table always has every stage
         reached = {s.name for s in stages}
         for st in STAGES:
@@ -245,10 +327,15 @@ def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any]
                                 category=int(record["category"])))
             return _after_lock(spec, paths, stages, rec, done, mirror=mirror, runner=runner, progress=steps,
                                test=test, clock=clock, online=online, lock_timeout=lock_timeout)
-        outcome = lock.lock_model(spec, paths, runner=runner, progress=steps, timeout=lock_timeout)
+        outcome = lock.lock_model(spec, paths, runner=runner, progress=steps, timeout=_lock_timeout(rec, lock_timeout))
         rec["relaxed"] = [f"{s.summary}: {s.reason}" for s in outcome.steps]
+        moves: list[Any] = []
         if not outcome.ok:
-            unlocked = ResolutionError(f"no lock (category {outcome.category}: {outcome.label}): {outcome.message}",
+            spec, outcome, why = _repair_lock(spec, outcome, paths, rec, moves, online=online, runner=runner,
+                                              progress=steps, lock_timeout=lock_timeout)
+        if not outcome.ok:
+            unlocked = ResolutionError(f"no lock (category {outcome.category}: {outcome.label}): {outcome.message}"
+                                       + (f" ({why})" if why else ""),
                                        hint=f"read {outcome.record_path or 'lock.toml'}; add a reviewed pin or "
                                             "[mapping] entry to model.toml, then rerun")
             stages.append(Stage("lock", "failed", clock() - t0, gist(str(unlocked)), unlocked.hint or "",
@@ -256,7 +343,9 @@ def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any]
             return done(unlocked)
         stages.append(Stage("lock", "ok", clock() - t0,
                             f"category {outcome.category} ({outcome.label}), {outcome.packages} packages"
-                            + (f", {len(outcome.steps)} relaxation steps" if outcome.steps else ""),
+                            + (f", {len(outcome.steps)} relaxation steps" if outcome.steps else "")
+                            + (f"; Python moved to {spec.python}: {rec['python_reason']}" if any(m.ok for m in moves)
+                               else ""),
                             category=outcome.category))
         spec = parse_model(target / "model.toml")  # the lock may have recorded reviewed overrides
     except PyreproError as exc:
@@ -265,106 +354,103 @@ def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any]
         return done(exc)
 
     return _after_lock(spec, paths, stages, rec, done, mirror=mirror, runner=runner, progress=steps,
-                       test=test, clock=clock, online=online, lock_timeout=lock_timeout)
+                       test=test, clock=clock, online=online, lock_timeout=lock_timeout, moves=moves)
 
 
-MAX_WHEEL_ROUNDS = 3
+def _unlocked_pins(outcome: Any) -> tuple[tuple[str, str], ...]:
+    """(distribution, version) of the exact pins the last attempt's resolver said it could not find."""
+    from pyrepro import lockplan
+
+    if not outcome.attempts:
+        return ()
+    last = outcome.attempts[-1]
+    return tuple(dict.fromkeys((p, v) for p, v, _r in lockplan.direct_not_found(last.problems, last.requirements)
+                               if v))
 
 
-def wheel_instead(spec: Any, exc: Any, index: Any, tried: dict[str, set[str]] | None = None
-                  ) -> tuple[list[Any], str]:
-    """For each locked sdist that did not build, the nearest release with a wheel for the model's
-    Python, as relaxation steps (rule ``sdist-to-wheel``); ([], why not) when one has none.
-    ``tried``: releases already moved to per package, left out (nequip_mlearn: the relock widened
-    scikit-learn==1.0.2 back, as nequip 0.5.5 needs <=1.0.1, and the same sdist came back)."""
-    from pyrepro import relax
+def _repair_lock(spec: Any, outcome: Any, paths: Paths, rec: dict[str, Any], moves: list[Any], *, online: bool,
+                 runner: Runner, progress: Any, lock_timeout: float | None) -> tuple[Any, Any, str]:
+    """A lock that found no release of exact pins for the model's Python asks the repair planner
+    (``repair.next_move`` with ``unlocked``) and performs its moves: (spec, outcome, why the last
+    move was not possible or "")."""
+    from pyrepro import repair
 
-    steps = []
-    for pkg, version in exc.packages:
-        versions = index.versions_with_wheel(pkg, spec.python) if index is not None else []
-        versions = [v for v in versions if v not in (tried or {}).get(pkg, set())]
-        w = relax.nearest_version(version, versions)
-        if w is None:
-            return [], (f"{pkg} {version} did not build and no release of {pkg} has a wheel for CPython "
-                        f"{spec.python}" + ("" if index is not None else " (offline: the index was not asked)"))
-        steps.append(relax.Step("sdist-to-wheel", pkg, f"{pkg}=={version}", f"{pkg}=={w}",
-                                f"the locked sdist {pkg} {version} did not build here; {w} is the nearest release "
-                                f"with a wheel for CPython {spec.python}", ()))
-    return steps, ""
+    index: Any = None
+    if online:
+        from pyrepro.index import WheelIndex
 
-
-def older_python(spec: Any, exc: Any, index: Any, undone: set[str] = frozenset()) -> tuple[str, str] | None:
-    """When a locked sdist did not build and no release of it has a wheel for the model's Python
-    (nothing for ``wheel_instead`` to move to), or the relock undid that move (``undone``: the
-    packages whose wheel release a dependent's bound rules out: nequip 0.5.5 needs scikit-learn
-    <=1.0.1, whose wheels stop at 3.9), the Python that sdist was made for: the newest older CPython
-    with a wheel of that very release, else the newest CPython released by the day the index
-    received it (rule ``sdist-to-older-python``). (python, reason), or None when there is none."""
-    import datetime as dt
-
-    from pyrepro.evidence import RELEASES, python_of_day
-    from pyrepro.evidence import version_key as _vkey
-
-    if index is None:
-        return None
-    found = []
-    for pkg, version in exc.packages:
-        if pkg not in undone and index.versions_with_wheel(pkg, spec.python):
-            continue  # a release with a wheel exists: wheel_instead's move, not this one
-        older = [v for v, _d in RELEASES if _vkey(v) < _vkey(spec.python)]
-        made = next((v for v in reversed(older) if index.has_wheel(pkg, version, v)), None)
-        how = f"{made} is the newest older CPython with a wheel of {pkg} {version}" if made else ""
-        if made is None:
-            day = index.uploaded(pkg, version)
-            try:
-                made = python_of_day(dt.date.fromisoformat(day)) if day else None
-            except ValueError:
-                made = None
-            how = f"{made} was the newest CPython when the index received that sdist ({day})"
-        if made is not None and _vkey(made) < _vkey(spec.python):
-            found.append((made, pkg, version, how))
-    if not found:
-        return None
-    made, pkg, version, how = min(found, key=lambda f: _vkey(f[0]))
-    why = ("the move to a wheel release was undone by the relock (a dependent's bound rules it out)" if pkg in undone
-           else f"no release of {pkg} has a wheel for it")
-    return made, (f"{made}: the locked sdist {pkg} {version} did not build for CPython {spec.python} and {why}; "
-                  f"{how} (rule sdist-to-older-python; before: {spec.python}, "
-                  f"{spec.python_reason or 'no reason recorded'})")
+        index = WheelIndex(paths.cache)
+    while not outcome.ok:
+        unlocked = _unlocked_pins(outcome)
+        if not unlocked:
+            return spec, outcome, ""
+        move = plan(_situation(spec, online=online, moves=moves, unlocked=unlocked), index=index, runner=runner)
+        if not isinstance(move, repair.MovePython):
+            return spec, outcome, getattr(move, "reason", "")
+        new, relocked = _relock_on_python(spec, move, paths, runner=runner, progress=progress,
+                                          lock_timeout=_lock_timeout(rec, lock_timeout))
+        moves.append(repair.Moved("python", "lock", ok=new is not None, python=move.python))
+        if new is not None:
+            rec.setdefault("relaxed", []).append(f"Python {spec.python} -> {move.python}: {move.reason}")
+            rec["python"], rec["python_reason"] = move.python, move.reason
+            spec, outcome = new, relocked
+    return spec, outcome, ""
 
 
-def _not_provided(row: tuple[str, str, str]) -> bool:
-    """An import check row failing only because no installed distribution provides the module
-    (``No module named 'compute_metrics'`` for ``compute_metrics``), not because of an error
-    inside installed code."""
-    m = re.search(r"No module named '([^']+)'", row[2])
-    return bool(m) and m.group(1).split(".")[0] == row[0].split(".")[0]
+def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple[str, str], ...] = (),
+               imports: tuple[tuple[str, str, str], ...] = (), unlocked: tuple[tuple[str, str], ...] = ()) -> Any:
+    """What the repair planner needs to know of ``spec`` and its lock record (``repair.Situation``)."""
+    from pyrepro import lock, repair
+    from pyrepro.evidence import NO_EVIDENCE
+    from pyrepro.providers import known_absent
 
-
-def _era_relock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any], inside: list[Any], *,
-                runner: Runner, progress: Any, lock_timeout: float | None) -> Any:
-    """Imports that fail inside installed code under an as-declared lock (newest releases mixed
-    with the submission's old pins: cdvae_model's pandas 1.5.3 with numpy 2.4 fails with "numpy.dtype
-    size changed") relock with nothing newer than the submission's date, once. The new spec, or
-    None when that does not apply or the relock fails (the import failure then stands)."""
-    from pyrepro import lock
-    from pyrepro.registry import parse_model
-
-    if not _era_applies(spec):
-        return None
-    first = inside[0]
-    why = f"{first[0]} fails to import inside installed code ({first[2][:160]})"
     try:
-        outcome = lock.lock_model(spec, paths, runner=runner, progress=progress, start="date-bounded",
-                                  **({"timeout": lock_timeout} if lock_timeout else {}))
+        record = lock.read_record(spec.dir) or {}
     except PyreproError:
-        return None
-    if not outcome.ok:
-        return None
-    rec.setdefault("relaxed", []).append(f"relocked with nothing newer than the submission's date: {why} with "
-                                         "the as-declared lock (newest releases beside the submission's pins)")
-    _relocked(stages, outcome, f"{outcome.strategy} after {why}")
-    return parse_model(spec.path)
+        record = {}
+    absent = {r[0].split(".")[0]: known_absent(r[0]) for r in imports if repair.not_provided(r)}
+    return repair.Situation(python=spec.python, python_stated=not (spec.python_reason or "").startswith(NO_EVIDENCE),
+                            python_reason=spec.python_reason or "", strategy=str(record.get("strategy", "")),
+                            dated=spec.submitted is not None, online=online, sdists=tuple(sdists),
+                            unlocked=tuple(unlocked),
+                            imports=tuple(imports), notes=spec.notes or "", moves=tuple(moves),
+                            absent={m: why for m, why in absent.items() if why})
+
+
+def plan(situation: Any, *, index: Any, runner: Runner = proc.run, before: Any = None) -> Any:
+    """The repair planner's move for ``situation``, its look-ups answered from ``index`` (a
+    ``WheelIndex``; None offline), the interpreter search and ``pyrepro.providers`` (wheels
+    released by ``before``, the submission's date): never a ``repair.LookUp``."""
+    from dataclasses import replace
+
+    from pyrepro import repair
+    from pyrepro.interpreters import find_python
+
+    facts = situation.facts
+    for _ in range(64):
+        move = repair.next_move(replace(situation, facts=facts))
+        if not isinstance(move, repair.LookUp):
+            return move
+        learned: dict[str, dict[Any, Any]] = {
+            "wheel_versions": {(p, py): tuple(index.versions_with_wheel(p, py)) if index is not None else ()
+                               for p, py in move.wheel_versions},
+            "has_wheel": {(p, v, py): index.has_wheel(p, v, py) if index is not None else None
+                          for p, v, py in move.has_wheel},
+            "uploaded": {(p, v): index.uploaded(p, v) if index is not None else None for p, v in move.uploads},
+            "interpreters": {}, "providers": {}}
+        for mod in move.providers:
+            from pyrepro.providers import find_provider
+
+            found = find_provider(mod, index, before) if index is not None else None
+            learned["providers"][mod] = (found.distribution, found.version, found.reason) if found else None
+        for py in move.interpreters:
+            try:
+                find_python(py, runner=runner)
+                learned["interpreters"][py] = ""
+            except PyreproError as missing:
+                learned["interpreters"][py] = str(missing)
+        facts = facts.learn(**learned)
+    raise RuntimeError("the repair planner kept asking for facts (a bug in pyrepro.repair)")
 
 
 def _relocked(stages: list[Stage], outcome: Any, how: str) -> None:
@@ -377,64 +463,53 @@ def _relocked(stages: list[Stage], outcome: Any, how: str) -> None:
     stages[:] = [st for st in stages if st.name not in ("build", "imports")]
 
 
-def _era_applies(spec: Any) -> bool:
-    """The model's lock is as-declared and the submission has a date to bound a relock by."""
+def _relock_on_python(spec: Any, move: Any, paths: Paths, *, runner: Runner, progress: Any,
+                      lock_timeout: float | None) -> tuple[Any, Any]:
+    """Perform a ``MovePython`` with ``restore``: record the Python in model.toml, relock. (new spec,
+    outcome), or (None, None) with model.toml, pyproject.toml, pdm.lock and lock.toml back as they
+    were when that Python does not lock."""
     from pyrepro import lock
-
-    try:
-        record = lock.read_record(spec.dir) or {}
-    except PyreproError:
-        return False
-    return record.get("strategy") == "as-declared" and spec.submitted is not None
-
-
-def _older_python_relock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any], inside: list[Any],
-                         *, runner: Runner, progress: Any, lock_timeout: float | None) -> Any:
-    """Imports that fail inside installed code when no Python was stated (the newest CPython of the
-    submission's date was a guess: matgl_mlearn's torch 1.13.1 fails on 3.11 with "mutable default
-    ... use default_factory", a 3.11 dataclass rule) move to the next older CPython, once: recorded
-    in model.toml, relocked, rebuilt. The new spec, or None when that does not apply."""
-    from pyrepro import lock
-    from pyrepro.evidence import NO_EVIDENCE, RELEASES
-    from pyrepro.interpreters import find_python
+    from pyrepro.fsutil import atomic_write_text
     from pyrepro.registry import parse_model
 
-    if not (spec.python_reason or "").startswith(NO_EVIDENCE):
-        return None  # a Python the submission states is kept
-    versions = [v for v, _d in RELEASES]
-    if spec.python not in versions or versions.index(spec.python) == 0:
-        return None
-    older = versions[versions.index(spec.python) - 1]
-    try:
-        find_python(older, runner=runner)
-    except PyreproError:
-        return None
-    python_made = [r for r in inside if "shared object file" not in r[2]]  # a missing system library: no
-    if not python_made:
-        return None
-    first = python_made[0]
-    reason = (f"{older}: {first[0]} fails to import inside installed code on CPython {spec.python} "
-              f"({first[2][:160]}); no Python was stated, so the next older one (rule imports-to-older-python; "
-              f"before: {spec.python}, {spec.python_reason})")
     kept = {f: f.read_text(encoding="utf-8") for f in (spec.path, spec.dir / "pyproject.toml", spec.dir / "pdm.lock",
                                                        spec.dir / "lock.toml") if f.is_file()}
-    lock.persist_python(lock.LockRequest.from_spec(spec), older, reason)
+    lock.persist_python(lock.LockRequest.from_spec(spec), move.python, move.reason)
     new = parse_model(spec.path)
     try:
         outcome = lock.lock_model(new, paths, runner=runner, progress=progress,
                                   **({"timeout": lock_timeout} if lock_timeout else {}))
     except PyreproError:
         outcome = None
-    if outcome is None or not outcome.ok:  # no lock for the older Python: every file back as it was
-        from pyrepro.fsutil import atomic_write_text
-
+    if outcome is None or not outcome.ok:
         for f, text in kept.items():
             atomic_write_text(f, text)
-        return None
-    rec["python"], rec["python_reason"] = older, reason
-    rec.setdefault("relaxed", []).append(f"Python {spec.python} -> {older}: {reason}")
-    _relocked(stages, outcome, f"for Python {older} after {first[0]} failed to import on {spec.python}")
-    return new
+        return None, None
+    return new, outcome
+
+
+def _relock_with_providers(spec: Any, move: Any, paths: Paths, *, runner: Runner, progress: Any,
+                           lock_timeout: float | None) -> tuple[Any, Any]:
+    """Perform ``AddProviders``: record each provider with its evidence in model.toml, relock.
+    (new spec, outcome), or (None, None) with every file back as it was when that does not lock."""
+    from pyrepro import lock, providers
+    from pyrepro.fsutil import atomic_write_text
+    from pyrepro.registry import parse_model
+
+    kept = {f: f.read_text(encoding="utf-8") for f in (spec.path, spec.dir / "pyproject.toml", spec.dir / "pdm.lock",
+                                                       spec.dir / "lock.toml") if f.is_file()}
+    providers.persist(spec.path, [providers.Provider(m, d, v, "", "", why) for m, d, v, why in move.providers])
+    new = parse_model(spec.path)
+    try:
+        outcome = lock.lock_model(new, paths, runner=runner, progress=progress,
+                                  **({"timeout": lock_timeout} if lock_timeout else {}))
+    except PyreproError:
+        outcome = None
+    if outcome is None or not outcome.ok:
+        for f, text in kept.items():
+            atomic_write_text(f, text)
+        return None, None
+    return new, outcome
 
 
 def _lock_did_not_build(stages: list[Stage], exc: PyreproError) -> None:
@@ -451,26 +526,33 @@ def _lock_did_not_build(stages: list[Stage], exc: PyreproError) -> None:
                               f"(was {st.category})", st.next_step, 4)
 
 
+_BUILD_FIX = "read the build log; a reviewed pin in model.toml usually fixes it"
+
+
 def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any],
                 done: Callable[..., Reproduction], *, mirror: Path | None, runner: Runner,
                 progress: _StageProgress, test: bool, clock: Callable[[], float], online: bool = False,
-                lock_timeout: float | None = None) -> Reproduction:
-    """Stages 3-5 of ``reproduce``: build, imports, run. A locked sdist that does not build is
-    replaced by the nearest release with a wheel for the chosen Python (recorded in model.toml as
-    a pin with its reason, then relocked and rebuilt; at most MAX_WHEEL_ROUNDS times); when no
-    release of it has one, the Python moves to the one of the sdist's day (``older_python``)."""
-    from pyrepro.errors import SdistBuildError
+                lock_timeout: float | None = None, moves: list[Any] | None = None) -> Reproduction:
+    """Stages 3-5 of ``reproduce``: build, imports, run. Every failure of the build or the import
+    check asks the repair planner (``pyrepro.repair``) for one move, which this performs and
+    records (pins or a Python in model.toml with their reasons, relock, rebuild) until the planner
+    gives up or the stage passes."""
+    from pyrepro import lock, repair
+    from pyrepro.errors import BuildError, ResolutionError, SdistBuildError
     from pyrepro.registry import parse_model
 
     name = spec.name
-    second_chances: set[str] = set()  # each at most once: "era" (_era_relock), "python" (_older_python_relock)
-    while True:  # again after a relock that an import failure asked for
+    moves = moves if moves is not None else []  # the lock stage's moves first
+    index: Any = None
+    if online:
+        from pyrepro.index import WheelIndex
+
+        index = WheelIndex(paths.cache)
+    while True:  # one build and import check per pass; a relock an import failure asked for starts the next
         # 3. build
         t0 = clock()
         progress.begin(f"reproduce {name}: build")
         replaced: list[str] = []
-        tried: dict[str, set[str]] = {}  # sdist-to-wheel targets already moved to, per package
-        index = None
         while True:
             try:
                 from pyrepro.backends import local
@@ -480,55 +562,35 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                                     + (f"; after sdists that did not build: {'; '.join(replaced)}" if replaced else "")))
                 break
             except SdistBuildError as exc:
-                if online and index is None:
-                    from pyrepro.index import WheelIndex
-
-                    index = WheelIndex(paths.cache)
-                rounds_left = len(replaced) < MAX_WHEEL_ROUNDS
-                undone = {pkg for pkg, _v in exc.packages if pkg in tried}  # moved before, and back again
-                older = older_python(spec, exc, index, undone) if rounds_left and undone else None
-                steps, why = wheel_instead(spec, exc, index, tried) if rounds_left and older is None else ([], "")
-                for st in steps:
-                    tried.setdefault(st.package, set()).add(st.after.split("==", 1)[-1])
-                if older is None and rounds_left and not steps:
-                    older = older_python(spec, exc, index)
-                if older is not None:
-                    from pyrepro.interpreters import find_python
-
-                    try:
-                        find_python(older[0], runner=runner)
-                    except PyreproError as missing:  # say which Python the move needs, change nothing
-                        why = f"{why}; {older[1]}; but {missing}"
-                        older = None
-                if not steps and older is None:
+                move = plan(_situation(spec, online=online, moves=moves, sdists=exc.packages), index=index,
+                            runner=runner)
+                if isinstance(move, repair.GiveUp):
                     _lock_did_not_build(stages, exc)
-                    stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)) + (f" ({why})" if why else ""),
-                                        _next_step(exc, "read the build log; a reviewed pin in model.toml usually "
-                                                        "fixes it")))
+                    stages.append(Stage("build", "failed", clock() - t0,
+                                        gist(str(exc)) + (f" ({move.reason})" if move.reason else ""),
+                                        move.hint or _next_step(exc, _BUILD_FIX)))
                     return done(exc)
-                from pyrepro import lock
-
-                if older is not None:
-                    lock.persist_python(lock.LockRequest.from_spec(spec), *older)
-                    replaced.append(f"Python {spec.python} -> {older[0]}")
-                    rec["python"], rec["python_reason"] = older
-                    rec.setdefault("relaxed", []).append(f"Python {spec.python} -> {older[0]}: {older[1]}")
-                else:
-                    lock.persist_to_model_toml(lock.LockRequest.from_spec(spec), steps)
-                    replaced += [f"{st.before} -> {st.after}" for st in steps]
-                    rec.setdefault("relaxed", []).extend(f"{st.summary}: {st.reason}" for st in steps)
+                if isinstance(move, repair.MovePython):
+                    lock.persist_python(lock.LockRequest.from_spec(spec), move.python, move.reason)
+                    replaced.append(f"Python {spec.python} -> {move.python}")
+                    rec["python"], rec["python_reason"] = move.python, move.reason
+                    rec.setdefault("relaxed", []).append(f"Python {spec.python} -> {move.python}: {move.reason}")
+                    moves.append(repair.Moved("python", "build", python=move.python))
+                else:  # PinWheels
+                    lock.persist_to_model_toml(lock.LockRequest.from_spec(spec), list(move.steps))
+                    replaced += [f"{st.before} -> {st.after}" for st in move.steps]
+                    rec.setdefault("relaxed", []).extend(f"{st.summary}: {st.reason}" for st in move.steps)
+                    moves.append(repair.Moved("wheels", "build", pins=tuple(
+                        (st.package, st.after.split("==", 1)[-1]) for st in move.steps)))
                 spec = parse_model(spec.path)
                 try:
-                    outcome = lock.lock_model(spec, paths, runner=runner, progress=progress,
-                                              **({"timeout": lock_timeout} if lock_timeout else {}))
+                    outcome = lock.lock_model(spec, paths, runner=runner, progress=progress, **_relock_kw(rec, lock_timeout))
                 except PyreproError as lexc:
                     _lock_did_not_build(stages, exc)  # its environment did not build: category 4
                     stages.append(Stage("build", "failed", clock() - t0, f"relock after {replaced[-1]}: {gist(str(lexc))}",
                                         _next_step(lexc, "see the lock record")))
                     return done(lexc)
                 if not outcome.ok:
-                    from pyrepro.errors import ResolutionError
-
                     err = ResolutionError(f"relock after {replaced[-1]} failed: {outcome.message}",
                                           hint="add a reviewed pin to model.toml, then rerun")
                     _lock_did_not_build(stages, exc)
@@ -537,20 +599,19 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                 spec = parse_model(spec.path)
             except PyreproError as exc:
                 _lock_did_not_build(stages, exc)
-                stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)),
-                                    _next_step(exc, "read the build log; a reviewed pin in model.toml usually fixes it")))
+                stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)), _next_step(exc, _BUILD_FIX)))
                 return done(exc)
 
         # 4. imports
         t0 = clock()
         progress.begin(f"reproduce {name}: import check")
+        relocked = False
         try:
             from pyrepro import run as run_mod
 
             modules = run_mod.scanned_modules(spec, built)
-            rows = run_mod.check_imports(spec, built, modules=modules) if modules else []
+            rows = run_mod.check_imports(spec, built, modules=modules, runner=runner) if modules else []
             rec["imports"] = [tuple(r) for r in rows]
-            bad = [r for r in rows if r[1] != "ok"]
             if not modules:
                 exc2: PyreproError = InputError("the code imports no third-party module: the import check proves nothing",
                                                 path=spec.dir / "model.toml",
@@ -558,37 +619,54 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                                                      "and the entry point in model.toml")
                 stages.append(Stage("imports", "failed", clock() - t0, str(exc2), exc2.hint or ""))
                 return done(exc2)
-            inside = [r for r in bad if not _not_provided(r)]
-            if inside and "era" not in second_chances and _era_applies(spec):
-                second_chances.add("era")  # once; after a Python move the new as-declared lock may need it
-                again = _era_relock(spec, paths, stages, rec, inside, runner=runner, progress=progress,
-                                    lock_timeout=lock_timeout)
-                if again is not None:
-                    spec = again
+            while any(r[1] != "ok" for r in rows):
+                move = plan(_situation(spec, online=online, moves=moves, imports=tuple(tuple(r) for r in rows)),
+                            index=index, runner=runner, before=spec.submitted)
+                if isinstance(move, repair.AddProviders):
+                    new, outcome = _relock_with_providers(spec, move, paths, runner=runner, progress=progress,
+                                                          lock_timeout=_lock_timeout(rec, lock_timeout))
+                    mods = tuple(p[0] for p in move.providers)
+                    moves.append(repair.Moved("provider", "imports", ok=new is not None, modules=mods))
+                    if new is not None:
+                        rec.setdefault("relaxed", []).extend(f"{m} provided by {d}=={v}: {why}"
+                                                             for m, d, v, why in move.providers)
+                        _relocked(stages, outcome, "after adding " + ", ".join(
+                            f"{d} (ships {m})" for m, d, _v, _w in move.providers))
+                        spec, relocked = new, True
+                        break
                     continue
-            if inside and "python" not in second_chances:
-                second_chances.add("python")
-                again = _older_python_relock(spec, paths, stages, rec, inside, runner=runner, progress=progress,
-                                             lock_timeout=lock_timeout)
-                if again is not None:
-                    spec = again
+                if isinstance(move, repair.RelockByDate):
+                    try:
+                        outcome = lock.lock_model(spec, paths, runner=runner, progress=progress, start="date-bounded",
+                                                  **_relock_kw(rec, lock_timeout))
+                    except PyreproError:
+                        outcome = None
+                    ok = outcome is not None and outcome.ok
+                    moves.append(repair.Moved("era", "imports", ok=ok))
+                    if ok:
+                        rec.setdefault("relaxed", []).append(
+                            f"relocked with nothing newer than the submission's date: {move.reason} with the "
+                            "as-declared lock (newest releases beside the submission's pins)")
+                        _relocked(stages, outcome, f"{outcome.strategy} after {move.reason}")
+                        spec, relocked = parse_model(spec.path), True
+                        break
                     continue
-            if bad:
-                from pyrepro.errors import BuildError
-
-                first = bad[0]
-                # an import no PyPI distribution provides carries its own reason in model.toml's notes
-                known = re.search(rf"unresolved import {re.escape(first[0])}: ([^\n]+)", spec.notes or "")
-                exc3 = BuildError(f"{len(bad)} of {len(rows)} modules fail to import: {first[0]}: {first[2][:200]}",
-                                  hint=(f"{first[0]} is {known.group(1)}" if known else
-                                        f"no locked distribution provides {first[0]}: code from another repository "
-                                        "goes into model.toml as [[extra_sources]] (name, repository, 40-hex "
-                                        "commit), a PyPI distribution of another name as a [mapping] entry; "
-                                        "then rerun" if _not_provided(first) else
-                                        "pin the failing distribution to a release of the submission's time in "
-                                        "model.toml ([[dependencies.pins]]), relock and rerun"))
+                if isinstance(move, repair.MovePython):
+                    new, outcome = _relock_on_python(spec, move, paths, runner=runner, progress=progress,
+                                                     lock_timeout=_lock_timeout(rec, lock_timeout))
+                    moves.append(repair.Moved("python", "imports", ok=new is not None, python=move.python))
+                    if new is not None:
+                        rec.setdefault("relaxed", []).append(f"Python {spec.python} -> {move.python}: {move.reason}")
+                        rec["python"], rec["python_reason"] = move.python, move.reason
+                        _relocked(stages, outcome, f"for Python {move.python} after {move.summary}")
+                        spec, relocked = new, True
+                        break
+                    continue
+                exc3 = BuildError(move.reason or "modules fail to import", hint=move.hint)
                 stages.append(Stage("imports", "failed", clock() - t0, str(exc3), exc3.hint or ""))
                 return done(exc3)
+            if relocked:
+                continue
             stages.append(Stage("imports", "ok", clock() - t0, f"{len(rows)} modules import: "
                                 + ", ".join(r[0] for r in rows[:8]) + (" ..." if len(rows) > 8 else "")))
         except PyreproError as exc:

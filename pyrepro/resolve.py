@@ -152,13 +152,10 @@ def _environment_index(pyenv: Sequence[Path]) -> dict[str, str]:
         name = dist.metadata["Name"]
         if not name:
             continue
-        tops = (dist.read_text("top_level.txt") or "").split()
-        if not tops:
-            for f in dist.files or ():
-                first = f.parts[0]
-                if not first.endswith((".dist-info", ".data", ".egg-info")) and first != "..":
-                    tops.append(first[:-3] if first.endswith(".py") else first)
-        for t in tops:
+        from pyrepro.toplevel import distribution_top_levels
+
+        tops = distribution_top_levels(dist.read_text("top_level.txt"), [f.as_posix() for f in dist.files or ()])
+        for t in sorted(tops):
             index.setdefault(t, canonicalize_name(name))
     return index
 

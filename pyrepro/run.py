@@ -511,25 +511,18 @@ def run_many(specs: Sequence[ModelSpec], paths: Paths, *, benchmark: str | None,
 
 
 _IMPORT_PROBE = r"""
-import importlib, importlib.metadata as md, importlib.util, json, re, sys, sysconfig
+import importlib, importlib.util, json, re, sys, sysconfig
 stdlib = sysconfig.get_paths()["stdlib"]
 req = json.loads(sys.argv[1])
 wanted = list(req.get("modules", []))
 if req.get("distributions"):
     norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
     dists = {norm(d) for d in req["distributions"]}
-    for dist in md.distributions():
-        if norm(dist.metadata["Name"] or "") not in dists:
+    # pyrepro.toplevel's source precedes this script (the one computation of top-level modules;
+    # no importlib.metadata, which 3.6 and 3.7 lack)
+    for dist_name, tops in installed_distributions(sys.path):
+        if norm(dist_name) not in dists:
             continue
-        tops = (dist.read_text("top_level.txt") or "").split()
-        if not tops:  # no top_level.txt (Python < 3.11 has no RECORD fallback): derive it
-            for f in dist.files or ():
-                first = f.parts[0]
-                if first.endswith((".dist-info", ".data")) or first in ("..", "bin"):
-                    continue
-                name = first[:-3] if first.endswith(".py") else first
-                if name.isidentifier() and name not in tops and (len(f.parts) > 1 or first.endswith(".py")):
-                    tops.append(name)
         for mod in sorted(tops):
             # top_level.txt may name extension leftovers that are no module (xgboost 1.7: libxgboost):
             # metadata-derived names are imported only when they exist; scanned names always are.
@@ -552,6 +545,16 @@ for mod in wanted:
         res.append([mod, "error", (type(exc).__name__ + ": " + str(exc))[:300]])
 print(json.dumps(res))
 """
+
+
+def _import_probe() -> str:
+    """The import check's script: ``pyrepro.toplevel`` (run in the model's own interpreter), then
+    the probe."""
+    import inspect
+
+    from pyrepro import toplevel
+
+    return inspect.getsource(toplevel) + "\n" + _IMPORT_PROBE
 
 
 def model_distributions(spec: ModelSpec) -> list[str]:
@@ -601,7 +604,7 @@ def check_imports(spec: ModelSpec, built: BuiltModel, *, modules: Sequence[str] 
            "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
     req: dict[str, list[str]] = ({"modules": list(modules)} if modules else
                                  {"modules": scanned_modules(spec, built), "distributions": model_distributions(spec)})
-    done = runner([str(built.env_dir / "bin" / "python"), "-c", _IMPORT_PROBE, json.dumps(req)],
+    done = runner([str(built.env_dir / "bin" / "python"), "-c", _import_probe(), json.dumps(req)],
                   env=env, check=False, timeout=1800)
     try:
         rows = json.loads(done.stdout.strip().splitlines()[-1])

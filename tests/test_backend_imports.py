@@ -46,7 +46,7 @@ def test_import_probe__top_level_names_no_module__skipped_but_explicit_tried(tmp
     (site / "fakedist-1.0.dist-info" / "top_level.txt").write_text("libfake_nomodule\nfakemod\ntest\n")
     (site / "fakemod.py").write_text("X = 1\n")
     req = {"modules": ["libfake_explicit"], "distributions": ["fakedist"]}
-    done = subprocess.run([sys.executable, "-c", run._IMPORT_PROBE, json.dumps(req)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", run._import_probe(), json.dumps(req)], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(site)}, check=True)
     rows = json.loads(done.stdout.strip().splitlines()[-1])
     assert [r[:2] for r in rows] == [["libfake_explicit", "error"], ["fakemod", "ok"]]

@@ -50,7 +50,29 @@ def test_check_tools__dot_missing__says_how_to_install(monkeypatch: pytest.Monke
 def test_check_pythons__some_missing__fix_names_versions() -> None:
     (c,) = doctor.check_pythons(lambda v: Path(f"/py/{v}") if v in ("3.10", "3.11") else None)
     assert c.detail == "found: 3.10, 3.11"
-    assert "missing 2.7, 3.6" in c.fix and "pyenv install" in c.fix
+    assert "missing 3.6, 3.7" in c.fix and "pyenv install" in c.fix
+    assert "2.7" not in c.fix  # pyrepro locks for Python 3 only: 2.7 is no target
+
+
+def test_check_pythons__default_search__the_one_interpreter_search(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # doctor asks pyrepro.interpreters (the search every stage uses); before, it called a function
+    # that did not exist and fell back to a search of its own
+    from pyrepro import interpreters
+    from pyrepro.errors import MissingToolError
+
+    asked = []
+
+    def fake(version: str, **_kw: object) -> Path:
+        asked.append(version)
+        if version == "3.9":
+            return Path("/pyenv/3.9.18/bin/python")
+        raise MissingToolError(f"no Python {version}")
+
+    monkeypatch.setattr(interpreters, "find_python", fake)
+    (c,) = doctor.check_pythons()
+    assert asked == [v for v, _d in interpreters.RELEASES]
+    assert c.status == "ok" and c.detail == "found: 3.9"
+    assert "missing 3.6, 3.7, 3.8, 3.10" in c.fix
 
 
 def test_check_cuda_in_env__probe_output__per_framework() -> None:

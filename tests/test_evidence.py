@@ -59,8 +59,24 @@ def test_init__no_evidence__date_bound_and_said_so(write_files: Write, tmp_path:
     root = write_files({"sub/run.py": "import numpy\n",
                         "sub/metadata.json": json.dumps({"date_submitted": "03-15-2021", "software_used": "numpy"})})
     doc = _init(root / "sub", tmp_path / "models", "--offline")
-    assert doc["python"] == "3.9"  # 3.10 came out in October 2021
+    # 3.10 came out in October 2021; 3.9 (October 2020) had been out only 5 months: too new for the
+    # wheels of its time (the adoption lag)
+    assert doc["python"] == "3.8"
     assert "no Python stated" in doc["python_reason"] and "2021-03-15" in doc["python_reason"]
+    assert "3.9 was too new for the wheels of its time" in doc["python_reason"]
+
+
+def test_settled_pythons__adoption_lag_boundaries() -> None:
+    import datetime as dt
+
+    from pyrepro.interpreters import ADOPTION_LAG, settled_pythons
+
+    released = dt.date(2022, 10, 24)  # 3.11
+    assert settled_pythons(released + ADOPTION_LAG)[-1] == "3.11"
+    assert settled_pythons(released + ADOPTION_LAG - dt.timedelta(days=1))[-1] == "3.10"
+    assert settled_pythons(dt.date(2017, 1, 1)) == ["3.6"]  # none out that long: the ones released by then
+    assert settled_pythons(dt.date(2015, 1, 1)) == []
+    assert settled_pythons(None)[-1] == "3.13"
 
 
 def test_init__no_evidence__newest_python_with_wheels_for_the_pins(write_files: Write, tmp_path: Path,
@@ -222,3 +238,38 @@ def test_init__real_pypi__2021_pins__newest_python_with_wheels_for_all(write_fil
     doc = _init(root / "sub", tmp_path / "models")
     assert doc["python"] == "3.9", doc["python_reason"]
     assert "wheels for all 2 exact pins" in doc["python_reason"]
+
+
+# ------------------------------------------------------------------------- submission date
+
+def test_submission_date__stated_then_git_then_newest_pin_upload(tmp_path: Path) -> None:
+    import datetime as dt
+    import subprocess
+
+    from pyrepro import evidence
+
+    sub = tmp_path / "repo" / "sub"
+    sub.mkdir(parents=True)
+    (sub / "run.py").write_text("import numpy\n")
+    uploads = {("numpy", "1.19.5"): "2021-01-05T10:00:00Z", ("pandas", "1.1.5"): "2020-12-07T01:00:00Z"}
+    pins = [("numpy", "1.19.5"), ("pandas", "1.1.5"), ("never", "0.1")]
+    got = evidence.submission_date(sub, pins=pins, uploaded=lambda n, v: uploads.get((n, v)))
+    assert got.day == dt.date(2021, 1, 5) and "numpy 1.19.5 (2021-01-05)" in got.reason
+    assert "3 exact pins" in got.reason
+    assert evidence.submission_date(sub, pins=pins, uploaded=None) == evidence.DateChoice(None, "")
+
+    git = ["git", "-C", str(tmp_path / "repo")]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    env = {"GIT_AUTHOR_DATE": "2022-03-04T12:00:00", "GIT_COMMITTER_DATE": "2022-03-04T12:00:00",
+           "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b",
+           "PATH": __import__("os").environ["PATH"]}
+    subprocess.run([*git, "commit", "-q", "-m", "x"], check=True, env=env)
+    got = evidence.submission_date(sub, pins=pins, uploaded=lambda n, v: uploads.get((n, v)))
+    assert got.day == dt.date(2022, 3, 4) and "last git commit" in got.reason
+
+    (sub / "metadata.json").write_text('{"date_submitted": "02-16-2023"}')
+    got = evidence.submission_date(sub, pins=pins, uploaded=lambda n, v: uploads.get((n, v)))
+    assert got.day == dt.date(2023, 2, 16) and got.reason == "metadata.json date_submitted: 02-16-2023"
+    (sub / "metadata.json").write_text('{"date_submitted": "13-45-2023"}')  # no such day: not evidence
+    assert evidence.submission_date(sub).day == dt.date(2022, 3, 4)

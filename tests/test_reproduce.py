@@ -275,15 +275,14 @@ def test_reproduction_category__unconfirmed_until_build_ok() -> None:
 def test_wheel_instead__real_pypi__2021_sklearn_on_311__the_first_release_with_a_cp311_wheel(tmp_path: Path) -> None:
     """scikit-learn 0.24.1 has no CPython 3.11 wheel (its sdist does not build there): the nearest
     release with one, asked of real PyPI, is 1.1.3, the first with cp311 wheels."""
-    import types
-
-    from pyrepro.errors import SdistBuildError
+    from pyrepro import repair
     from pyrepro.index import WheelIndex
 
-    spec = types.SimpleNamespace(python="3.11")
-    exc = SdistBuildError("scikit-learn did not build", packages=(("scikit-learn", "0.24.1"),))
-    steps, why = reproduce.wheel_instead(spec, exc, WheelIndex(tmp_path))
-    assert why == "" and [(s.before, s.after) for s in steps] == [("scikit-learn==0.24.1", "scikit-learn==1.1.3")]
+    s = repair.Situation(python="3.11", python_stated=False, python_reason="no Python stated", strategy="as-declared",
+                         dated=True, sdists=(("scikit-learn", "0.24.1"),))
+    move = reproduce.plan(s, index=WheelIndex(tmp_path))
+    assert isinstance(move, repair.PinWheels)
+    assert [(st.before, st.after) for st in move.steps] == [("scikit-learn==0.24.1", "scikit-learn==1.1.3")]
 
 
 def test_failed_sdists__isolated_attempt_names_one__the_retry_without_isolation_does_not_blame_the_rest() -> None:
@@ -424,17 +423,14 @@ def test_older_python__real_pypi__dawg_080_was_made_for_38(tmp_path: Path) -> No
     """DAWG 0.8.0 (chemnlp's dependency through ChemDataExtractor) has Linux wheels for no Python;
     its sdist reached PyPI on 2020-02-19, when 3.8 was the newest CPython (it compiles there and
     not for 3.10+, checked by hand on this machine)."""
-    import types
-
-    from pyrepro.errors import SdistBuildError
+    from pyrepro import repair
     from pyrepro.index import WheelIndex
 
-    spec = types.SimpleNamespace(python="3.11", python_reason="no Python stated")
-    exc = SdistBuildError("DAWG did not build", packages=(("DAWG", "0.8.0"),))
-    index = WheelIndex(tmp_path)
-    assert reproduce.wheel_instead(spec, exc, index)[0] == []
-    older = reproduce.older_python(spec, exc, index)
-    assert older is not None and older[0] == "3.8" and "(2020-02-19)" in older[1]
+    s = repair.Situation(python="3.11", python_stated=False, python_reason="no Python stated", strategy="as-declared",
+                         dated=True, sdists=(("DAWG", "0.8.0"),), facts=repair.Facts(interpreters={"3.8": ""}))
+    move = reproduce.plan(s, index=WheelIndex(tmp_path))
+    assert isinstance(move, repair.MovePython) and move.rule == "sdist-to-older-python"
+    assert move.python == "3.8" and "(2020-02-19)" in move.reason
 
 
 def test_python_of_day__release_boundaries() -> None:
@@ -550,7 +546,7 @@ def test_reproduce__imports_fail_on_a_guessed_python__next_older_python_once(
     import tomllib
 
     seen = _imports_world(monkeypatch, lock_ok_for={"3.10", "3.11"})
-    root = write_files({"sub/run.py": "import torch\n", "sub/metadata.json": json.dumps({"date_submitted": "02-16-2023"})})
+    root = write_files({"sub/run.py": "import torch\n", "sub/metadata.json": json.dumps({"date_submitted": "06-01-2023"})})
     res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=False)
     assert seen["builds"] == ["3.11", "3.10"] and res.ok, res.stages
     doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
@@ -568,7 +564,7 @@ def test_reproduce__imports_fail_on_a_guessed_python__next_older_python_once(
 def test_reproduce__older_python_does_not_lock__every_file_back_as_it_was(
         project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
     seen = _imports_world(monkeypatch, lock_ok_for={"3.11"})
-    root = write_files({"sub/run.py": "import torch\n", "sub/metadata.json": json.dumps({"date_submitted": "02-16-2023"})})
+    root = write_files({"sub/run.py": "import torch\n", "sub/metadata.json": json.dumps({"date_submitted": "06-01-2023"})})
     model = project / "models" / "sub"
     res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=False)
     assert seen["locks"] == ["3.11", "3.10"] and seen["builds"] == ["3.11"]
@@ -612,7 +608,7 @@ def test_reproduce__older_python_then_its_as_declared_lock_drifts__era_relock_st
     monkeypatch.setattr(interp, "find_python", lambda v, runner=None: Path(f"/usr/bin/python{v}"))
     monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["dgl"])
     monkeypatch.setattr(run_mod, "check_imports", fake_imports)
-    root = write_files({"sub/run.py": "import dgl\n", "sub/metadata.json": json.dumps({"date_submitted": "02-16-2023"})})
+    root = write_files({"sub/run.py": "import dgl\n", "sub/metadata.json": json.dumps({"date_submitted": "06-01-2023"})})
     res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=False)
     assert calls == [("3.11", "relaxed"), ("3.10", "as-declared"), ("3.10", "date-bounded")]
     assert res.ok and res.python == "3.10", res.stages
@@ -692,3 +688,149 @@ def test_reproduce__wheel_move_undone_by_the_relock__python_of_that_release(
     doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
     assert doc["python"] == "3.9" and "undone by the relock" in doc["python_reason"]
     assert "3.9 is the newest older CPython with a wheel of scikit-learn 1.0.1" in doc["python_reason"]
+
+
+def test_reproduce_cli__pin_not_found_for_the_chosen_python__python_moves_relocks_and_says_why(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 23: no Python has wheels for both exact pins (oldlib: CPython 3.8-3.10 only; newlib:
+    3.11 only, plus an sdist), so the date's Python 3.11 is kept, and the lock finds no release of
+    oldlib for it. The Python was not stated: it moves to 3.10, the newest older CPython with a
+    wheel of oldlib 0.9 (rule not-found-to-older-python), recorded in model.toml; relock, build."""
+    import tomllib
+
+    from pyrepro import interpreters as interp
+    from pyrepro import relax
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+    from pyrepro.lockrecord import Attempt
+
+    root = write_files({"sub/run.py": "import oldlib\nimport newlib\n",
+                        "sub/requirements.txt": "oldlib==0.9\nnewlib==2.0\n",
+                        "sub/metadata.json": json.dumps({"date_submitted": "06-01-2023"})})
+    wheel = "{n}-{v}-cp{t}-cp{t}-manylinux2014_x86_64.whl"
+    listings = {
+        "oldlib": [{"filename": wheel.format(n="oldlib", v="0.9", t=t), "url": "u", "upload-time": "2022-01-05T00:00:00Z"}
+                   for t in ("38", "39", "310")],
+        "newlib": [{"filename": wheel.format(n="newlib", v="2.0", t="311"), "url": "u",
+                    "upload-time": "2023-01-10T00:00:00Z"},
+                   {"filename": "newlib-2.0.tar.gz", "url": "u", "upload-time": "2023-01-10T00:00:00Z"}]}
+    monkeypatch.setattr("pyrepro.index._urllib_fetch", lambda url: next(
+        (json.dumps({"files": f}).encode() for n, f in listings.items() if f"/{n}/" in url), None))
+    locks: list[str] = []
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        locks.append(spec.python)
+        if spec.python != "3.10":
+            err = "Unable to find candidates for oldlib. There may exist some issues with the package name"
+            att = Attempt("as-declared", ("oldlib==0.9", "newlib==2.0"), False, 1.0, None, err,
+                          (relax.Problem("not-found", package="oldlib", excerpt=err),))
+            (spec.dir / "lock.toml").write_text("schema = 1\ncategory = 4\n")
+            return lock.LockOutcome(spec.name, 4, None, (att,), (), (), (), (), (), 1.0, spec.python, (), 0, "", None,
+                                    None, spec.dir / "lock.toml", "no strategy produced a lock")
+        (spec.dir / "lock.toml").write_text('schema = 1\ncategory = 1\nstrategy = "as-declared"\n')
+        return lock.LockOutcome(spec.name, 1, "as-declared", (), (), (), (), (), (), 1.0, spec.python, ("x",), 2,
+                                "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
+
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(interp, "find_python", lambda version, *, runner=None: Path(f"/usr/bin/python{version}"))
+    monkeypatch.setattr(local, "build", lambda spec, paths, **kw: BuiltModel(
+        spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt", "s" * 20,
+        paths.cache / "launch", "3.10.13", True, True, 0.1))
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["oldlib", "newlib"])
+    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [("oldlib", "ok", ""), ("newlib", "ok", "")])
+    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json"])
+    rec = _json(capsys)
+    assert code == 0, rec
+    assert locks == ["3.11", "3.10"]
+    doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
+    assert doc["python"] == "3.10"
+    assert "the lock found no release of oldlib==0.9 for CPython 3.11" in doc["python_reason"]
+    assert "3.10 is the newest older CPython with a wheel of oldlib 0.9" in doc["python_reason"]
+    assert "not-found-to-older-python" in doc["python_reason"] and "before: 3.11" in doc["python_reason"]
+    lock_row = next(s for s in rec["stages"] if s["stage"] == "lock")
+    assert lock_row["status"] == "ok" and "Python moved to 3.10" in lock_row["detail"]
+
+
+def test_reproduce__pin_not_found_for_a_stated_python__lock_stops_saying_so_model_untouched(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyrepro import relax
+    from pyrepro.lockrecord import Attempt
+
+    root = write_files({"sub/run.py": "import oldlib\n", "sub/requirements.txt": "oldlib==0.9\n",
+                        "sub/environment.yml": "dependencies:\n  - python=3.11\n  - pip\n"})
+    calls: list[str] = []
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        calls.append(spec.python)
+        att = Attempt("as-declared", ("oldlib==0.9",), False, 1.0, None, "not found",
+                      (relax.Problem("not-found", package="oldlib", excerpt="not found"),))
+        return lock.LockOutcome(spec.name, 4, None, (att,), (), (), (), (), (), 1.0, spec.python, (), 0, "", None,
+                                None, spec.dir / "lock.toml", "no strategy produced a lock")
+
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr("pyrepro.index._urllib_fetch", lambda url: None)
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=True)
+    row = next(s for s in res.stages if s.name == "lock")
+    assert row.status == "failed" and calls == ["3.11"]
+    assert "the Python the submission states (environment.yml:2" in row.detail
+    assert 'python = "3.11"' in (project / "models" / "sub" / "model.toml").read_text()
+
+
+# ------------------------------------------------------------------ time budget
+def test_budget__caps_timeouts__refuses_after_the_end__a_cut_run_is_a_budget_error() -> None:
+    from pyrepro.errors import BudgetError, ExternalToolError
+
+    now = [0.0]
+    seen: list[float | None] = []
+
+    def inner(cmd, **kw):  # type: ignore[no-untyped-def]
+        seen.append(kw.get("timeout"))
+        now[0] += kw.get("timeout") or 0.0
+        if cmd[0] == "slow":
+            raise ExternalToolError(list(cmd), -1, timeout=kw.get("timeout"))
+        return Completed(tuple(cmd), 0, "", "", 0.0)
+
+    b = reproduce.Budget(100.0, clock=lambda: now[0])
+    run = b.runner(inner)
+    run(["fast"], timeout=30)
+    assert seen == [30] and b.left() == 70.0  # its own, shorter timeout kept
+    with pytest.raises(ExternalToolError):  # cut by its own timeout, the budget is not spent: the tool's failure
+        run(["slow"], timeout=20)
+    with pytest.raises(BudgetError, match=r"the time budget of 1.67 min ran out during 'slow \.\.\.'"):
+        run(["slow"], timeout=600)  # capped to the 50 s left, then cut
+    assert seen[-1] == 50.0
+    with pytest.raises(BudgetError, match="ran out before 'fast ...' could start"):
+        run(["fast"])
+    assert reproduce.Budget(None).runner(inner) is inner
+
+
+def test_reproduce_cli__budget_runs_out_in_the_lock__stage_says_so_exit_13(
+        project: Path, write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_files({"sub/run.py": "import numpy\n", "sub/requirements.txt": "numpy==1.26.4\n"})
+    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--budget", "0.0001", "--offline", "--json"])
+    rec = _json(capsys)
+    assert code == 13, rec
+    lock_row = next(s for s in rec["stages"] if s["stage"] == "lock")
+    assert lock_row["status"] == "failed" and "time budget of 0.0001 min ran out" in lock_row["detail"]
+    assert "--budget" in lock_row["next_step"]
+    assert (project / "models" / "sub" / "model.toml").is_file()  # init's draft is whole; nothing half-written
+    assert not (project / "models" / "sub" / "pdm.lock").exists()
+
+
+def test_reproduce__budget__the_lock_gets_at_most_half_of_the_time_left(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The as-declared attempt (a third of the lock's timeout) once backtracked for 300 s of a
+    10-minute budget, leaving the build too little: under a budget the lock gets half of what is left."""
+    root = write_files({"sub/run.py": "import numpy\n", "sub/requirements.txt": "numpy==1.26.4\n"})
+    asked: list[float] = []
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        asked.append(kw["timeout"])
+        return lock.LockOutcome(spec.name, 4, None, (), (), (), (), (), (), 1.0, spec.python, (), 0, "", None,
+                                None, spec.dir / "lock.toml", "no strategy produced a lock")
+
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=False, budget=600)
+    reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=False, force=True)
+    assert 250 < asked[0] <= 300 and asked[1] == 15 * 60

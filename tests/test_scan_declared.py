@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyrepro.resolve import module_alias
@@ -161,3 +162,334 @@ def test_poetry_spec__other_forms() -> None:
     assert metadata.poetry_spec("^0.2.3") == ">=0.2.3,<0.3.0"
     assert metadata.poetry_spec("~1.2.3") == ">=1.2.3,<1.3.0"
     assert metadata.poetry_spec("not a version") is None
+
+
+# ------------------------------------------------------------------ declarations in other shapes
+# Scenario folders under tests/scenarios/declared/: each expected.json lists the declarations read
+# (name, spec, file, line), the warnings of the declaration files (each "path:line: ..." must start
+# exactly one warning, and there are no others), and what `pyrepro init --offline` drafts from it.
+
+DECLARED = Path(__file__).parent / "scenarios" / "declared"
+_DECLARATION_FILES = ("info.json", "metadata.json", "requirements.txt")
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DECLARED.iterdir() if p.is_dir()))
+def test_scan_cli__declared_scenario__pins_and_located_warnings(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from pyrepro.cli import main
+    from tests.fakes import json_result
+
+    exp = json.loads((DECLARED / name / "expected.json").read_text())
+    assert main(["scan", str(DECLARED / name / "input"), "--json", "--no-cache"]) == 0
+    res = json_result(capsys.readouterr().out)
+    got = [[d["name"], d["spec"], d["location"]["path"], d["location"]["line"]] for d in res["declarations"]]
+    assert got == exp["declarations"]
+    mine = [w for w in res["warnings"] if w.split(":", 1)[0] in _DECLARATION_FILES
+            or w.split(":", 1)[0].endswith((".yml", ".yaml"))]
+    assert len(mine) == len(exp["warnings"]), mine
+    for want in exp["warnings"]:
+        assert sum(w.startswith(want) for w in mine) == 1, (want, mine)
+    unreadable = [[u["location"]["path"], u["location"]["line"]] for u in res.get("unreadable_declarations", [])]
+    assert unreadable == exp.get("unreadable", [])
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DECLARED.iterdir() if p.is_dir()))
+def test_init_cli__declared_scenario__draft_from_what_was_read(name: str, tmp_path: Path, isolated_cache: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    from pyrepro.cli import main
+
+    exp = json.loads((DECLARED / name / "expected.json").read_text())["init"]
+    models = tmp_path / "models"
+    code = main(["init", str(DECLARED / name / "input"), "--name", "draft", "--models-dir", str(models), "--offline"])
+    assert code == exp["exit"]
+    if code != 0:
+        assert exp["error_contains"] in capsys.readouterr().err
+        assert not (models / "draft").exists() and not any(models.glob("*")) if models.exists() else True
+        return
+    doc = tomllib.loads((models / "draft" / "model.toml").read_text())
+    deps = doc["dependencies"]
+    assert deps["scanned"] == exp["scanned"] and deps["extra"] == exp["extra"]
+    assert {p["name"]: p["spec"] for p in deps.get("pins", [])} == exp["pins"]
+    assert [[e["name"], e["repository"], e["commit"]] for e in doc.get("extra_sources", [])] == exp["extra_sources"]
+    for note in exp["notes_contain"]:
+        assert note in doc.get("notes", ""), note
+    if "python" in exp:
+        assert doc["python"] == exp["python"]
+    if "submitted" in exp:
+        assert doc["submitted"] == exp["submitted"]
+    # nothing that is not a PEP 508 requirement reaches model.toml or the generated pyproject
+    for r in [*deps["scanned"], *deps["extra"], *(p["name"] + p["spec"] for p in deps.get("pins", []))]:
+        Requirement(r)
+    pyproject = tomllib.loads((models / "draft" / "pyproject.toml").read_text())
+    for r in pyproject["project"]["dependencies"]:
+        Requirement(r)
+
+
+def test_init__unreadable_info_json__refused_nothing_written(tmp_path: Path, isolated_cache: Path) -> None:
+    from pyrepro.errors import InputError
+    from pyrepro.init import init_model
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "run.py").write_text("import numpy\n")
+    (tmp_path / "sub" / "info.json").write_text('{"requirements": ["numpy==1.2",\n  "torch"\n')
+    with pytest.raises(InputError) as err:
+        init_model(tmp_path / "sub", name="sub", models_dir=tmp_path / "models", online=False)
+    assert err.value.line == 3 and str(err.value).startswith(str(tmp_path / "sub" / "info.json") + ":3: ")
+    assert not (tmp_path / "models").exists()
+    assert not (isolated_cache / "sources").exists() or not any((isolated_cache / "sources").rglob("*"))
+
+
+@pytest.mark.parametrize(("item", "name", "spec", "said"), [
+    ("numpy>=1.0;", "numpy", "numpy>=1.0", "stray ';' left out"),
+    ("numpy>=1.0,", "numpy", "numpy>=1.0", "stray ',' left out"),
+    ("torch (1.12.0)", "torch", "torch==1.12.0", "read as torch==1.12.0"),
+    ("torch (>=1.10)", "torch", "torch (>=1.10)", None),  # PEP 508 allows the parentheses
+    ("pymatgen: 2022.0.8", "pymatgen", "pymatgen==2022.0.8", "read as pymatgen==2022.0.8"),
+    ("ase 3.22.1", "ase", "ase==3.22.1", "read as ase==3.22.1"),
+    ("dgl v1.1.0", "dgl", "dgl==1.1.0", "read as dgl==1.1.0"),
+    ("matminer version 0.7.4", "matminer", "matminer==0.7.4", "read as matminer==0.7.4"),
+    ("x==latest", "x", "x", "took the name 'x'"),
+    ("conda-forge::rdkit=2020.09.1", "rdkit", "rdkit=2020.09.1", "from the conda-forge channel"),
+    ("pytorch::pytorch=1.12", "torch", "pytorch=1.12", "torch on PyPI"),
+    ("https://pypi.org/project/modnet/0.1.12/", "modnet", "modnet==0.1.12", "a PyPI project page"),
+    ("git+https://github.com/o/r@" + "a" * 40, "r", "git+https://github.com/o/r@" + "a" * 40, "becomes an extra source"),
+    ("git+https://github.com/o/r.git@v1.0#egg=thing", "thing", "git+https://github.com/o/r.git@v1.0#egg=thing",
+     "is a VCS source"),
+    ("https://github.com/o/R/tree/" + "b" * 40 + "/src", "r", "r @ git+https://github.com/o/R@" + "b" * 40,
+     "(folder src)"),
+    ("https://github.com/o/r/archive/" + "c" * 40 + ".zip", "r", "r @ git+https://github.com/o/r@" + "c" * 40,
+     "becomes an extra source"),
+    ("github.com/o/r.git", "r", "r @ git+https://github.com/o/r", "(no ref)"),
+    ("mylib @ https://github.com/o/mylib/archive/" + "d" * 40 + ".zip", "mylib",
+     "mylib @ git+https://github.com/o/mylib@" + "d" * 40, "becomes an extra source"),
+    ("pip install lightgbm==3.3.5", "lightgbm", "lightgbm==3.3.5", None),
+    ("!pip install -q xgboost", "xgboost", "xgboost", None),
+])
+def test_parse_info_json__one_item__read_with_its_line(item: str, name: str, spec: str, said: str | None) -> None:
+    text = '{\n  "requirements": [\n    "first",\n    ' + json.dumps(item) + "\n  ]\n}\n"
+    ms = metadata.parse_info_json(text, "info.json")
+    assert [(d.name, d.spec, d.line) for d in ms.declared] == [("first", "first", 3), (name, spec, 4)]
+    if said is None:
+        assert ms.warnings == ()
+    else:
+        assert len(ms.warnings) == 1 and ms.warnings[0][1] == 4 and said in ms.warnings[0][2], ms.warnings
+
+
+@pytest.mark.parametrize(("item", "said"), [
+    ("See GitHub page for X, X version: be89e92.", "is not a requirement (free text); not read"),
+    ("https://example.com/our-code", "is a web address, not a requirement"),
+    ("./vendor/pkg", "local path or archive"),
+    ("1.21.0", "bare version with no name"),
+    ("gcc_linux-64", "gcc-linux-64 is not a Python distribution"),
+    ("gxx_linux-64=9.3.0", "gxx-linux-64 is not a Python distribution"),
+    ("libgcc-ng", "libgcc-ng is not a Python distribution"),
+    ("cudatoolkit==11.3", "cudatoolkit is not a Python distribution"),
+    ("cudnn", "cudnn is not a Python distribution"),
+    ("mkl", "mkl is not a Python distribution"),
+    ("pip", "pip is not a Python distribution"),
+    ("python", "names the interpreter, not a package"),
+    ("python=3.7", "states the Python (3.7)"),
+    ("Python (3.8)", "states the Python (3.8)"),
+    ("conda install -c conda-forge cudatoolkit=11.3", "not a Python distribution"),
+])
+def test_parse_info_json__not_a_requirement__warning_with_line_nothing_declared(item: str, said: str) -> None:
+    text = '{\n  "requirements": [\n    ' + json.dumps(item) + "\n  ]\n}\n"
+    ms = metadata.parse_info_json(text, "info.json")
+    assert ms.declared == ()
+    assert [w[1] for w in ms.warnings] == [3] and said in ms.warnings[0][2], ms.warnings
+
+
+@pytest.mark.parametrize(("value", "want"), [
+    ({"numpy": "1.21", "torch": ">=1.10"}, [("numpy", "numpy==1.21"), ("torch", "torch>=1.10")]),
+    ({"numpy": 1.21, "ase": 3}, [("numpy", "numpy==1.21"), ("ase", "ase==3")]),
+    ({"torch": {"version": "1.12"}}, [("torch", "torch==1.12")]),
+    ("numpy, scipy torch", [("numpy", "numpy"), ("scipy", "scipy"), ("torch", "torch")]),
+    ("numpy>=1.0,<2.0, scipy", [("numpy", "numpy>=1.0,<2.0"), ("scipy", "scipy")]),
+    ("numpy==1.2 scipy==1.7", [("numpy", "numpy==1.2"), ("scipy", "scipy==1.7")]),
+    ("numpy\nscipy==1.7\n", [("numpy", "numpy"), ("scipy", "scipy==1.7")]),
+    ("pip install numpy torch==1.12 && pip install -U ase", [("numpy", "numpy"), ("torch", "torch==1.12"),
+                                                             ("ase", "ase")]),
+    ([["a==1", ["b==2"]], "c"], [("a", "a==1"), ("b", "b==2"), ("c", "c")]),
+    ({"conda": ["pytorch=1.12", "cudatoolkit=11.3"], "pip": ["ase"]}, [("torch", "pytorch=1.12"), ("ase", "ase")]),
+])
+def test_parse_info_json__requirement_shapes__read(value: object, want: list[tuple[str, str]]) -> None:
+    ms = metadata.parse_info_json(json.dumps({"requirements": value}), "info.json")
+    assert [(d.name, d.spec) for d in ms.declared] == want, ms.warnings
+
+
+def test_parse_info_json__free_text__names_with_versions_and_repositories_read_rest_said() -> None:
+    text = json.dumps({"requirements": "We used matminer version 0.7.4 and the code at https://github.com/o/tool "
+                                       "(X version: be89e92)."})
+    ms = metadata.parse_info_json(text, "info.json")
+    assert [(d.name, d.spec) for d in ms.declared] == [("matminer", "matminer"), ("tool", "tool @ git+https://github.com/o/tool")]
+    assert "free text, not machine-readable; took the names matminer" in ms.warnings[0][2]
+    assert "is the repository https://github.com/o/tool (no ref)" in ms.warnings[1][2]
+
+
+@pytest.mark.parametrize("line", ["gcc_linux-64", "gxx_linux-64==9.3", "python>=3.8", "pip==21.0", "cudatoolkit",
+                                  "https://github.com/o/r", "See the README"])
+def test_parse_requirements_txt__not_packages_and_addresses__never_a_pypi_name(line: str) -> None:
+    ms = metadata.parse_requirements_txt(f"numpy\n{line}\n", "requirements.txt")
+    names = [d.name for d in ms.declared]
+    assert names[0] == "numpy" and all(n not in ("gcc-linux-64", "gxx-linux-64", "python", "pip", "cudatoolkit",
+                                                 "https", "see") for n in names)
+    assert [w[1] for w in ms.warnings] == [2]
+    for d in ms.declared[1:]:  # a repository stays a source
+        assert metadata.vcs_source(d.spec) is not None
+
+
+def test_pip_install_line__urls_and_the_installer__sources_and_warnings() -> None:
+    ds, ws = metadata.pip_install_line("pip install --upgrade pip https://github.com/o/tool/archive/" + "e" * 40
+                                       + ".zip numpy==1.2;", "nb.ipynb", 3, 1)
+    assert [(d.name, d.spec, d.cell) for d in ds] == [("tool", "tool @ git+https://github.com/o/tool@" + "e" * 40, 1),
+                                                      ("numpy", "numpy==1.2", 1)]
+    text = "\n".join(w[2] for w in ws)
+    assert "pip is not a Python distribution" in text and "stray ';'" in text
+
+
+@pytest.mark.parametrize("form", ["python=3.7", "python==3.8", "python>=3.9", "python 3.10", "python3.8",
+                                  "python: 3.8", "Python (3.8)", "python<3.9", "python~=3.7"])
+def test_python_entry__warning_says_evidence_exactly_when_init_reads_it(form: str, tmp_path: Path) -> None:
+    """The scanner's warning claims init reads the Python from info.json exactly when evidence.py does."""
+    from pyrepro import evidence
+
+    (tmp_path / "info.json").write_text(json.dumps({"requirements": [form, "numpy"]}))
+    ms = metadata.parse_info_json((tmp_path / "info.json").read_text(), "info.json")
+    assert [d.name for d in ms.declared] == ["numpy"]
+    claims = "init reads it as Python evidence" in ms.warnings[0][2]
+    found = [e for e in evidence.python_evidence(tmp_path) if e.kind == "pin"]
+    assert claims == bool(found), (form, ms.warnings, found)
+
+
+# ------------------------------------------------------------------ property tests
+
+_SHAPES = st.sampled_from([
+    "numpy", "numpy==1.2", "numpy>=1.0;", "torch (1.12.0)", "ase: 3.22.1", "dgl v1.1", "x==latest", "1.2",
+    "python=3.7", "python>=3.8", "pip", "gcc_linux-64", "cudatoolkit=11.3", "conda-forge::rdkit=2020.09",
+    "https://github.com/o/r", "https://github.com/o/r/tree/" + "a" * 40, "git+https://github.com/o/r@abc#egg=r",
+    "pip install a b==1", "conda install -c c x=1", "See GitHub page for X, X version: be89e92.", "-e .",
+    "x @ file:///tmp/x", "name @ https://e.org/x.whl", "a, b", "numpy>=1,<2", "", " ", "\n", ";", "::", "@", "(", "#",
+])
+_TEXT = st.one_of(_SHAPES, st.text(max_size=40), st.builds(lambda a, b: a + b, _SHAPES, st.text(max_size=10)))
+_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _TEXT,
+                       lambda c: st.lists(c, max_size=5) | st.dictionaries(
+                           st.one_of(_TEXT, st.sampled_from(["python", "pip", "conda", "numpy", "version"])), c,
+                           max_size=4), max_leaves=20)
+
+
+def _check(ms: metadata.MetaScan) -> None:
+    """Every declaration has a valid canonical name, and a spec that is PEP 508, conda's
+    name=version[=build] (init turns it into PEP 440), or a VCS source."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    for d in ms.declared:
+        assert d.name == canonicalize_name(d.name) and str(Requirement(d.name)) == d.name, d
+        try:
+            Requirement(d.spec)
+        except InvalidRequirement:
+            assert metadata.vcs_source(d.spec) is not None or re.fullmatch(
+                r"[A-Za-z0-9][A-Za-z0-9._-]*\s*={1,2}\s*[0-9][^=\s]*(=[\w.*+!]+)?", d.spec), d
+    for path, line, msg in ms.warnings:
+        assert path and msg and (line is None or line >= 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_VALUES)
+def test_parse_info_json__any_requirements_value__never_raises_never_an_invalid_name(value: object) -> None:
+    for key in ("requirements", "software_used"):
+        text = json.dumps({key: value}, indent=1)
+        _check(metadata.parse_info_json(text, "info.json"))
+        _check(metadata.parse_software_used(text, "metadata.json"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TEXT, max_size=6))
+def test_requirement_lines__any_text__never_raise_never_an_invalid_name(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    _check(metadata.parse_requirements_txt(text, "requirements.txt"))
+    _check(metadata.parse_info_json(json.dumps({"requirements": text}), "info.json"))
+    ds, _ws = metadata.pip_install_line("pip install " + " ".join(lines), "run.sh", 1)
+    _check(metadata.MetaScan(tuple(ds), ()))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_TEXT, min_size=1, max_size=5))
+def test_init__any_info_json_requirements__every_written_requirement_parses(
+        tmp_path_factory: pytest.TempPathFactory, items: list[str]) -> None:
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    from pyrepro.init import init_model
+
+    root = tmp_path_factory.mktemp("p")
+    (root / "sub").mkdir()
+    (root / "sub" / "run.py").write_text("import numpy\n")
+    (root / "sub" / "info.json").write_text(json.dumps({"requirements": items}, indent=1))
+    init_model(root / "sub", name="sub", models_dir=root / "models", online=False, cache=root / "cache")
+    doc = tomllib.loads((root / "models" / "sub" / "model.toml").read_text())
+    deps = doc["dependencies"]
+    for r in [*deps["scanned"], *deps["extra"], *(p["name"] + p["spec"] for p in deps.get("pins", []))]:
+        Requirement(r)
+    for r in tomllib.loads((root / "models" / "sub" / "pyproject.toml").read_text())["project"]["dependencies"]:
+        Requirement(r)
+    for e in doc.get("extra_sources", []):
+        assert re.fullmatch(r"[0-9a-f]{40}", e["commit"]) and e["repository"].startswith("https://")
+
+
+# ------------------------------------------------------------------ model-metadata YAML
+def test_yaml_top__block_flow_quoted_comments__located_values() -> None:
+    text = ('a: 1  # c\n"b": "x # not a comment"\nreq:\n  numpy: 1.10\n  grp:\n    - s==1\n    - [t, u]\n'
+            'flow: {k: v, w: "2"}\nseq:\n- one\n- two: 2\n  three: 3\nlater: z\n')
+    top = metadata.yaml_top(text, {"a", "b", "req", "flow", "seq", "later"})
+    assert top["a"] == "1" and top["b"] == "x # not a comment" and top["later"] == "z"
+    assert top["req"] == {"numpy": "1.10", "grp": ["s==1", ["t", "u"]]}  # 1.10 stays text
+    assert top["req"]["numpy"].line == 4 and top["req"]["grp"][0].line == 6
+    assert top["flow"] == {"k": "v", "w": "2"}
+    assert top["seq"] == ["one", {"two": "2", "three": "3"}]
+
+
+@pytest.mark.parametrize("name,parser", [("megnet.yml", "parse_metadata_yml"), ("metadata.yaml", "parse_metadata_yml"),
+                                         ("environment.yml", "parse_environment_yml"),
+                                         ("conda-env.yaml", "parse_environment_yml")])
+def test_parser_for__yaml__environment_or_model_metadata(name: str, parser: str) -> None:
+    assert metadata.parser_for(name) is getattr(metadata, parser)
+
+
+def test_parse_metadata_yml__conda_recipe__only_run_requirements() -> None:
+    text = ("package:\n  name: x\nrequirements:\n  build:\n    - {{ compiler('c') }}\n    - cmake\n"
+            "  host:\n    - python\n    - pip\n  run:\n    - python >=3.8\n    - numpy >=1.20\n    - scipy\n")
+    ms = metadata.parse_metadata_yml(text, "meta.yaml")
+    assert [(d.name, d.line) for d in ms.declared] == [("numpy", 12), ("scipy", 13)]
+
+
+def test_parse_metadata_yml__no_requirements_key__declares_nothing() -> None:
+    ms = metadata.parse_metadata_yml("name: ci\non: push\njobs:\n  test:\n    requirements: x\n", ".github/ci.yml")
+    assert ms.declared == () and ms.warnings == ()
+
+
+def test_stated_date__model_yaml__date_added_newest_of_several_files(tmp_path: Path) -> None:
+    from pyrepro import evidence
+
+    (tmp_path / "a.yml").write_text('date_added: "2021-02-03"\nrequirements:\n  numpy: 1.20.0\n')
+    (tmp_path / "b.yaml").write_text("date_published: 2019-01-01\ndate_added: 2022-07-08\n")
+    (tmp_path / "environment.yml").write_text("date_added: 2030-01-01\ndependencies: [numpy]\n")
+    day, why = evidence.stated_date(tmp_path)
+    assert day is not None and day.isoformat() == "2022-07-08"
+    assert why == "b.yaml date_added: 2022-07-08 (newest of 2 model files)"
+    (tmp_path / "metadata.json").write_text(json.dumps({"date_submitted": "01-02-2020"}))
+    assert evidence.stated_date(tmp_path)[0].isoformat() == "2020-01-02"  # the JARVIS field comes first
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(alphabet=st.sampled_from(list("ab: -#'\"[]{},\n\t|>1.=@+")), max_size=200))
+def test_yaml_top__any_text__never_raises_and_metadata_never_an_invalid_name(text: str) -> None:
+    from packaging.utils import canonicalize_name
+
+    metadata.yaml_top(text, {"requirements", "a", "b"})
+    for d in metadata.parse_metadata_yml(text, "m.yml").declared:
+        assert d.name == canonicalize_name(d.name) and re.fullmatch(r"[a-z0-9][a-z0-9.-]*", d.name), d

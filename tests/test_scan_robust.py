@@ -102,3 +102,58 @@ def test_scan_path__link_to_outside_the_folder__not_read(tmp_path: Path) -> None
     res = scan_path(root, cache=False)
     assert res.distributions == ("numpy",) and not res.guesses
     assert any("outside the scanned folder" in str(w) and "leak.py" in str(w) for w in res.warnings)
+
+
+# ------------------------------------------------------------------ declaration files in any shape
+
+import json  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from pyrepro.scan import metadata  # noqa: E402
+
+_JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+                            | st.text(max_size=12),
+                            lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=6), c, max_size=4),
+                            max_leaves=25)
+
+
+def _strings_with_lines(value: object, text: str) -> list[tuple[str, int]]:
+    out: list[tuple[str, int]] = []
+    if isinstance(value, str):
+        out.append((str(value), value.line))  # type: ignore[attr-defined]
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            out += _strings_with_lines(k, text) + _strings_with_lines(v, text)
+    elif isinstance(value, list):
+        for v in value:
+            out += _strings_with_lines(v, text)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(_JSON_VALUES, st.sampled_from([None, 1, 2]))
+def test_json_located__any_json__same_value_and_every_string_on_its_line(value: object, indent: int | None) -> None:
+    text = json.dumps(value, indent=indent)
+    located = metadata._json_located(text)
+    assert located == json.loads(text)
+    lines = text.splitlines()
+    for s, line in _strings_with_lines(located, text):
+        assert json.dumps(s) in lines[line - 1], (s, line, text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_declaration_parsers__any_text__never_raise_unreadable_is_located(text: str) -> None:
+    for parse in (metadata.parse_info_json, metadata.parse_software_used, metadata.parse_requirements_txt,
+                  metadata.parse_environment_yml, metadata.parse_pyproject, metadata.parse_pipfile):
+        ms = parse(text, "f")
+        if ms.unreadable:
+            assert ms.declared == () and ms.warnings and ms.warnings[0][0] == "f"
+
+
+def test_parse_info_json__nesting_deeper_than_the_parser__located_warning_nothing_read() -> None:
+    text = '{"requirements": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    ms = metadata.parse_info_json(text, "info.json")
+    assert ms.declared == () and ms.unreadable and ms.warnings[0][:2] == ("info.json", 1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import tomllib
 import zipfile
 from collections.abc import Callable
@@ -16,7 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyrepro.cli import main
-from pyrepro.index import WheelIndex, _zip_names, top_levels_of
+from pyrepro.index import WheelIndex, _zip_names
+from pyrepro.toplevel import distribution_top_levels, top_levels_of
 
 Write = Callable[..., Path]
 
@@ -35,7 +37,12 @@ WHEELS = {
     "otherpkg-2.0-py3-none-any.whl": _wheel(["otherpkg/__init__.py", "otherpkg-2.0.dist-info/RECORD"]),
     # a PyPI project called like a local helper module
     "helpers-9.9-py3-none-any.whl": _wheel(["helpers.py", "helpers-9.9.dist-info/RECORD"]),
+    # an undeclared import's provider: the release of the submission's time ships the module
+    "tabulatr-0.9-py3-none-any.whl": _wheel(["tabulatr/__init__.py", "tabulatr-0.9.dist-info/RECORD"]),
+    "tabulatr-1.0-py3-none-any.whl": _wheel(["tabulatr/__init__.py", "tabulatr-1.0.dist-info/RECORD"]),
 }
+UPLOADS = {"tabulatr-0.9-py3-none-any.whl": "2021-05-01T10:00:00Z", "tabulatr-1.0-py3-none-any.whl": "2024-02-01T10:00:00Z",
+           "helpers-9.9-py3-none-any.whl": "2019-01-01T10:00:00Z"}
 
 
 def _fake_index(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -44,7 +51,8 @@ def _fake_index(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     def fetch(url: str) -> bytes | None:
         asked.append(url)
         proj = url.rstrip("/").rsplit("/", 1)[1]
-        files = [{"filename": f, "url": f"https://files.example/{f}", "size": len(b)}
+        files = [{"filename": f, "url": f"https://files.example/{f}", "size": len(b),
+                  **({"upload-time": UPLOADS[f]} if f in UPLOADS else {})}
                  for f, b in WHEELS.items() if f.split("-")[0] == proj.replace("-", "_")]
         return json.dumps({"files": files}).encode() if files else None
 
@@ -80,15 +88,34 @@ def test_init__module_shipped_by_a_declared_wheel__mapping_with_the_wheel_named(
     assert (isolated_cache / "index" / "top-level" / "mupdfish-1.2.3-py3-none-any.whl.json").is_file()
 
 
-def test_init__undeclared_guess_shipped_by_a_pypi_wheel__only_a_review_note(
+def test_init__undeclared_generic_name__never_given_a_provider_said_why(
         write_files: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyPI's 'helpers' wheel ships helpers, but an undeclared `import helpers` is the submission's
+    own module left out of the folder: the name table says so, and nothing is installed."""
     _fake_index(monkeypatch)
     root = write_files({"sub/run.py": "import helpers\n"})
     doc = _init(root / "sub", tmp_path / "models")
     assert "mapping" not in doc and doc["dependencies"]["scanned"] == [] and doc["dependencies"]["extra"] == []
-    assert "PyPI's helpers wheel helpers-9.9-py3-none-any.whl does ship helpers" in doc["notes"]
-    assert "a name alone is no evidence" in doc["notes"]
+    assert "helpers" in doc["notes"] and "a generic name: the submission's own module" in doc["notes"]
     assert "helpers" not in (tmp_path / "models" / "sub" / "pyproject.toml").read_text().split("dependencies")[1]
+
+
+def test_init__undeclared_import__provider_whose_wheel_of_the_submission_time_ships_it(
+        write_files: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23: `import tabulatr`, nothing declared, submitted 2022: tabulatr 0.9 (uploaded 2021)
+    ships tabulatr, so the draft maps it with that evidence (not 1.0, uploaded after the date), and
+    it is a dependency from the first lock on."""
+    _fake_index(monkeypatch)
+    root = write_files({"sub/run.py": "import tabulatr\nimport otherpkg\n", "sub/requirements.txt": "otherpkg\n",
+                        "sub/metadata.json": json.dumps({"date_submitted": "06-01-2022"})})
+    doc = _init(root / "sub", tmp_path / "models")
+    entry = doc["mapping"]["tabulatr"]
+    assert entry["distribution"] == "tabulatr" and "tabulatr-0.9-py3-none-any.whl" in entry["reason"]
+    assert "uploaded 2021-05-01, by the submission's date 2022-06-01" in entry["reason"]
+    assert "rule import-provider" in entry["reason"]
+    assert doc["dependencies"]["scanned"] == ["otherpkg", "tabulatr"]
+    assert "tabulatr" not in doc.get("notes", "")
+    assert '"tabulatr"' in (tmp_path / "models" / "sub" / "pyproject.toml").read_text()
 
 
 def test_init__offline__no_index_asked_guess_stays_a_review_item(
@@ -133,6 +160,45 @@ def test_top_levels_of__layouts() -> None:
         "a/__init__.py", "b.py", "c.cpython-310-x86_64-linux-gnu.so", "d.abi3.so", "x-1.dist-info/RECORD",
         "x-1.data/purelib/e/__init__.py", "x-1.data/scripts/tool", "f.pth", "g-h/data.txt", "README",
     ]) == frozenset({"a", "b", "c", "d", "e"})
+
+
+def test_distribution_top_levels__top_level_txt_first_else_installed_files() -> None:
+    assert distribution_top_levels("yaml\n_yaml\n", ["yaml/__init__.py"]) == frozenset({"yaml", "_yaml"})
+    installed = ["six.py", "six-1.16.0.dist-info/RECORD", "../../bin/tool", "bin/x", "__pycache__/six.cpython-311.pyc"]
+    assert distribution_top_levels(None, installed) == frozenset({"six", "__pycache__"})
+    assert distribution_top_levels("  \n", ["x-1.egg-info/PKG-INFO", "m.abi3.so"]) == frozenset({"m"})
+
+
+def test_toplevel__the_import_probe_carries_it__runs_on_the_oldest_python(tmp_path: Path) -> None:
+    """The import check sends pyrepro.toplevel's source to the model environment's interpreter:
+    it must run there, down to CPython 3.6 (skipped when no 3.6 is installed)."""
+    import subprocess
+
+    from pyrepro import run
+    from pyrepro.errors import PyreproError
+    from pyrepro.interpreters import RELEASES, find_python
+
+    try:
+        py = find_python(RELEASES[0][0])
+    except PyreproError as exc:
+        pytest.skip(str(exc))
+    src = run._import_probe()
+    # a fake site-packages with one distribution: its top-level module is found from RECORD alone
+    site = tmp_path / "site"
+    (site / "fakedist-1.0.dist-info").mkdir(parents=True)
+    (site / "fakedist-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: Fake_Dist\n\nbody\n")
+    (site / "fakedist-1.0.dist-info" / "RECORD").write_text("fakemod/__init__.py,,\nfakedist-1.0.dist-info/RECORD,,\n")
+    (site / "fakemod").mkdir()
+    (site / "fakemod" / "__init__.py").write_text("X = 1\n")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    out = subprocess.run([str(py), "-c", src, json.dumps({"modules": ["json"], "distributions": ["fake-dist"]})],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [["json", "ok", ""], ["fakemod", "ok", ""]]
+    probe = src.split("import importlib, importlib.util", 1)[0] + (
+        "print(sorted(top_levels_of(['a/__init__.py', 'b.py', 'x-1.dist-info/RECORD'])))")
+    out2 = subprocess.run([str(py), "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out2.returncode == 0 and out2.stdout.strip() == "['a', 'b']", out2.stderr
 
 
 @given(st.lists(st.from_regex(r"[a-z_][a-z0-9_]{0,6}(/[a-z0-9_]{1,5}){0,2}\.py", fullmatch=True), min_size=1,

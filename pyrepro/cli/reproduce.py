@@ -22,6 +22,8 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Rewrite models/<name>/ even if it describes another folder"),
         mirror: Path = typer.Option(None, "--mirror", help="Pinned mirror holding the folder (for a real source pin)"),
         timeout: float = typer.Option(15.0, "--timeout", help="Minutes per resolver attempt"),
+        budget: float = typer.Option(10.0, "--budget", help="Minutes for the whole reproduction (0: no limit); "
+                                                            "when it runs out, the stage says so"),
         as_json: bool = typer.Option(False, "--json", help="The record as JSON"),
     ) -> None:
         """init -> lock -> build -> import check (-> test run): a verified environment, no human step."""
@@ -31,7 +33,7 @@ def register(app: typer.Typer) -> None:
         paths = Paths.discover()
         result = rep.reproduce(folder, paths=paths, name=rep.check_name(name) if name else None, python=python,
                                test=test, online=not offline, force=force, mirror=mirror, lock_timeout=timeout * 60,
-                               progress=CliProgress(enabled=not as_json))
+                               progress=CliProgress(enabled=not as_json), budget=budget * 60 if budget > 0 else None)
         if as_json:
             emit_json(result.to_json())
         else:

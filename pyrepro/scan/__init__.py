@@ -116,6 +116,7 @@ class FileFacts:
     commands: tuple[FoundCommand, ...] = ()
     declared: tuple[meta.Declared, ...] = ()
     warnings: tuple[Warning_, ...] = ()
+    unreadable: tuple[Warning_, ...] = ()  # a declaration file that could not be read at all, and why
     python2: tuple[Warning_, ...] = ()
     entry_points: tuple[EntryPoint, ...] = ()
     syspath: tuple[tuple[Location, str], ...] = ()
@@ -191,6 +192,7 @@ class ScanResult:
     lines: int = 0
     local: tuple[LocalModule, ...] = field(default=())
     stdlib_uses: tuple[StdlibUse, ...] = ()
+    unreadable: tuple[Warning_, ...] = ()  # declaration files not read at all (broken JSON/TOML), with where
 
     @property
     def local_modules(self) -> tuple[str, ...]:
@@ -250,7 +252,7 @@ class ScanResult:
         return tuple(d for d in self.declared_names if d not in used)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, object] = {
             "distributions": list(self.distributions),
             "required": list(self.required),
             "optional": list(self.optional_distributions),
@@ -270,6 +272,10 @@ class ScanResult:
             "warnings": [str(w) for w in (*self.warnings, *self.python2_evidence)],
             "stdlib_uses": [u.to_json() for u in self.stdlib_uses],
         }
+        if self.unreadable:  # only when there is one: the contract's other keys are always there
+            out["unreadable_declarations"] = [{"location": w.location.to_json(), "message": w.message}
+                                              for w in self.unreadable]
+        return out
 
 
 # ---------------------------------------------------------------------------------------- 1. walk
@@ -584,8 +590,8 @@ def extract(walked: Walked, *, cache: Path | None = None, jobs: int | None = Non
             parse = meta.parser_for(src.rel)
             assert parse is not None  # walk() gave it the metadata kind for that reason
             ms = parse(text, src.rel)
-            facts.append(FileFacts(src, declared=ms.declared,
-                                   warnings=tuple(Warning_(Location(p, line), msg) for p, line, msg in ms.warnings)))
+            ws = tuple(Warning_(Location(p, line), msg) for p, line, msg in ms.warnings)
+            facts.append(FileFacts(src, declared=ms.declared, warnings=ws, unreadable=ws[:1] if ms.unreadable else ()))
             continue
         if src.kind == "shell" and not shell.is_shell_file(src.path.name, data[:200]):
             facts.append(FileFacts(src))
@@ -684,6 +690,7 @@ class Classified:
     files: int
     lines: int
     stdlib_uses: tuple[StdlibUse, ...] = ()
+    unreadable: tuple[Warning_, ...] = ()
 
 
 class _LocalIndex:
@@ -836,9 +843,11 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
     uses: list[StdlibUse] = []
     tools: list[Tool] = []
     declared: list[meta.Declared] = []
+    unreadable: list[Warning_] = []
     n_files = n_lines = 0
     for f in facts:
         warnings.extend(f.warnings)
+        unreadable.extend(f.unreadable)
         python2.extend(f.python2)
         declared.extend(f.declared)
         n_files += f.code
@@ -871,7 +880,7 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
     local = tuple(LocalModule(m, p, tuple(sorted(set(locs), key=_loc_key))) for m, (p, locs) in sorted(local_locs.items()))
     return Classified(tuple(third), local, _tree_modules(walked.all_files),
                       tuple(python2), tuple(warnings), tuple(tools), tuple(entries), tuple(declared), n_files, n_lines,
-                      tuple(uses))
+                      tuple(uses), tuple(unreadable))
 
 
 def weigh_commented(declared: Sequence[meta.Declared], imported: set[str]
@@ -996,7 +1005,8 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = (),
     result = ScanResult(root=Path(root), python=python, imports=records, runtime_tools=classified.tools,
                         entry_points=classified.entry_points, declared=classified.declared,
                         warnings=tuple(warnings), python2_evidence=classified.python2, files=classified.files,
-                        lines=classified.lines, local=local, stdlib_uses=classified.stdlib_uses)
+                        lines=classified.lines, local=local, stdlib_uses=classified.stdlib_uses,
+                        unreadable=classified.unreadable)
     if index is not None:
         _write_index(index, result)
     return result

@@ -1,10 +1,16 @@
 """Declared dependencies: what a contribution says it needs.
 
 * JARVIS ``metadata.json``: ``software_used``, a comma string ("jarvis-tools,numpy,torch");
-* MatBench ``info.json``: ``requirements`` in any shape (list, dict name -> version, a string
-  of names or free text); free text gets a "not machine-readable" warning;
+* MatBench ``info.json``: ``requirements`` in any shape (lists nested to any depth, dict name ->
+  version(s), groups, a string of names, ``pip install`` text, free text), each item located on
+  its own line; see ``_req`` for the shapes of one requirement (repository addresses become VCS
+  sources, the Python a warning saying whether init reads it as evidence, names of the
+  [not_packages] table a warning with its reason); free text gets a "not machine-readable" warning;
 * ``environment.yml``: conda names (mapped: py-xgboost-gpu -> xgboost, pytorch -> torch) and
   the ``pip:`` sub-list; conda system packages (the [conda_system] table: python, cudatoolkit, lib*) are left out;
+* model-metadata YAML (Matbench Discovery's ``<model>.yml``, ``metadata.yml``; any ``.yml``/``.yaml``
+  not named for a conda environment): the top-level ``requirements`` like info.json's; a conda
+  recipe's (``meta.yaml``) only ``requirements.run``;
 * ``requirements.txt``: PEP 508 lines; ``-e git+...#egg=x`` and ``x @ file:///...`` entries
   are kept by name with a warning that they are not installable as written.
 
@@ -52,6 +58,7 @@ class Declared:
 class MetaScan:
     declared: tuple[Declared, ...]
     warnings: tuple[tuple[str, int | None, str], ...]  # (path, line, message)
+    unreadable: bool = False  # the file could not be read at all (its first warning says where and why)
 
 
 def _line_of(text: str, needle: str) -> int | None:
@@ -62,6 +69,18 @@ def _line_of(text: str, needle: str) -> int | None:
 
 
 _SIMPLE_REQ = re.compile(r"^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:(?:==|>=|<=|~=|!=|<|>)\s*[A-Za-z0-9.*+!_-]+)?$")
+_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+_OP = r"===|==|>=|<=|~=|!=|<|>"
+_VERSION_WORD = r"v?(\d+(?:\.\d+)*(?:[a-z]+\d*)?(?:\.\*)?)"  # 1.2.3, v1.0, 2.0rc1, 1.*
+# The interpreter's names: a requirement on them states the Python (evidence.py), never a package.
+PYTHON_NAMES = frozenset({"python", "python2", "python3"})
+# The strings evidence.py takes as a Python pin inside info.json/metadata.json (kept equal to
+# its rule by tests/test_scan_declared.py): "python=3.7", "python>=3.8", "python 3.8".
+_EVIDENCE_PYTHON = re.compile(r"^\s*python\s*(?:==|=|>=|~=)?\s*([23])\.(\d{1,2})(?:\.\d+)?\s*$", re.I)
+_HEX40 = re.compile(r"[0-9a-f]{40}")
+_REPO_IN_TEXT = re.compile(r"(?:https?://|git@)?(?:www\.)?(?:github\.com|gitlab\.com|bitbucket\.org)[/:][\w.-]+/[\w.-]+"
+                           r"[^\s,;)\]\"'`]*")
+Warnings = list[tuple[str, int | None, str]]
 
 
 def vcs_source(spec: str) -> tuple[str, str, str] | None:
@@ -89,59 +108,382 @@ def vcs_source(spec: str) -> tuple[str, str, str] | None:
     return (name or (egg.group(1) if egg else base)), url, ref
 
 
-def _req(s: str, path: str, line: int | None, warnings: list[tuple[str, int | None, str]]) -> Declared | None:
-    s = s.strip()
+def _valid(req: str) -> bool:
+    try:
+        Requirement(req)
+    except InvalidRequirement:
+        return False
+    return True
+
+
+def repository_reference(text: str) -> tuple[str, str, str, str] | None:
+    """(name, repository URL, ref, subdir) of a bare repository address: ``https://github.com/o/r``,
+    ``github.com/o/r.git``, ``git@github.com:o/r``, ``.../tree/<ref>[/sub]``, ``.../commit/<sha>``,
+    ``.../archive/<ref>.zip``, ``.../releases/tag/<tag>``, ``...r@<ref>`` (GitHub, GitLab,
+    Bitbucket); None for anything else. The name is the repository's, ref "" when none is given."""
+    m = re.match(r"^(?:git\+)?(?:https?://|git://|ssh://git@|git@)?(?:www\.)?(github\.com|gitlab\.com|bitbucket\.org)"
+                 r"[/:]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?(?:@([A-Za-z0-9_.-]+))?(/[^\s#?]*)?(?:[#?]\S*)?$",
+                 text.strip())
+    if not m:
+        return None
+    host, owner, repo, at_ref, rest = m.groups()
+    parts = [x for x in (rest or "").split("/") if x]
+    if parts[:1] == ["-"]:  # GitLab's /-/tree/<ref>
+        parts = parts[1:]
+    ref, sub = at_ref or "", ""
+    if len(parts) >= 2 and parts[0] in ("tree", "commit", "commits", "blob", "src"):
+        ref, sub = parts[1], "/".join(parts[2:])
+    elif len(parts) >= 2 and parts[0] == "archive":
+        tail = [x for x in parts[1:] if x not in ("refs", "heads", "tags")]
+        ref = re.sub(r"\.(zip|tar\.gz|tgz)$", "", "/".join(tail))
+    elif len(parts) >= 3 and parts[:2] == ["releases", "tag"]:
+        ref = parts[2]
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", ref or "x"):
+        ref = ""
+    return repo, f"https://{host}/{owner}/{repo}", ref, sub
+
+
+def _repository(text: str, path: str, line: int | None, warnings: Warnings, cell: int | None = None,
+                ) -> Declared | None:
+    """A repository address as a VCS declaration (``name @ git+URL@ref``): init makes it an extra
+    source when ref is a full commit, else a review item; never a PyPI name."""
+    ref_of = repository_reference(text)
+    if ref_of is None:
+        return None
+    repo, url, ref, sub = ref_of
+    name = canonicalize_name(repo)
+    if not re.fullmatch(r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?", name):
+        warnings.append((path, line, f"{text[:80]!r} names the repository {url}, whose name is no distribution name; "
+                                     "not read: pin it as an extra source by hand"))
+        return None
+    what = ("it becomes an extra source of the model" if _HEX40.fullmatch(ref) else
+            f"a review item until the full 40-hex commit{' of ' + ref if ref else ''} is known")
+    warnings.append((path, line, f"{text[:80]!r} is the repository {url}{' at ' + ref if ref else ' (no ref)'}"
+                                 f"{' (folder ' + sub + ')' if sub else ''}, not a PyPI name: {what}"))
+    return Declared(name, f"{name} @ git+{url}{'@' + ref if ref else ''}", path, line, cell)
+
+
+_PYTHON_VERSION_TAIL = re.compile(r"(?:[:(]\s*)?(?:===|==|>=|<=|~=|!=|=|<|>)?\s*v?\d+(?:\.\d+)*(?:\.\*)?\s*\)?"
+                                  r"(?:\s*,\s*(?:==|>=|<=|~=|!=|<|>)\s*\d+(?:\.\d+)*(?:\.\*)?)*\s*[;,]?")
+
+
+def _python_entry(s: str, path: str, line: int | None, warnings: Warnings, evidence: str | None) -> bool:
+    """True (with a warning) when ``s`` states the Python (``python=3.7``, ``python>=3.8``,
+    ``Python (3.8)``, ``python3.9``) rather than a package. ``evidence``: the whole JSON string it
+    came from when init reads this file for Python evidence (info.json, metadata.json), else None."""
+    m = re.match(r"(?i)^python([23](?:\.\d+)*)?(?![A-Za-z0-9_-])(?!\.[A-Za-z])", s)
+    if not m:
+        return False
+    rest = s[m.end():].strip()
+    if rest and not _PYTHON_VERSION_TAIL.fullmatch(rest):
+        return False  # "python scripts for ...", "python 3.8 and torch 1.12": text, not a statement of the Python
+    ver = re.search(r"([23]\.\d{1,2})", s)
+    if not ver and not re.search(r"\d", rest):
+        warnings.append((path, line, f"{s[:80]!r} names the interpreter, not a package; not read"))
+        return True
+    if evidence is not None and _EVIDENCE_PYTHON.match(evidence):
+        how = "init reads it as Python evidence"
+    else:
+        how = ("not a form init reads as Python evidence (python=X.Y, python==X.Y, python>=X.Y in info.json or "
+               "an environment file; runtime.txt; .python-version): set python in model.toml if it matters")
+    warnings.append((path, line, f"{s[:80]!r} states the Python{' (' + ver.group(1) + ')' if ver else ''}, "
+                                 f"not a package: {how}"))
+    return True
+
+
+def _named(d: Declared, warnings: Warnings) -> Declared | None:
+    """``d`` unless its name is no Python distribution (the [not_packages] table: pip, cudatoolkit,
+    gcc_linux-64, ...): then None, with the table's reason."""
+    if not re.fullmatch(r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?", d.name):
+        warnings.append((d.path, d.line, f"{d.spec[:80]!r}: {d.name!r} is not a valid distribution name; not read"))
+        return None
+    why = not_a_package_reason(d.name)
+    if why is None:
+        return d
+    warnings.append((d.path, d.line, f"{d.spec[:80]!r}: {d.name} is not a Python distribution ({why}); not read"))
+    return None
+
+
+def _req(s: str, path: str, line: int | None, warnings: Warnings, evidence: str | None = None) -> Declared | None:
+    """One requirement as written anywhere (a requirements line, a list item, a ``pip install``
+    argument). Read: PEP 508, conda's ``name=1.2=build`` and ``channel::name=1.2``, ``name (1.2.3)``,
+    ``name: 1.2.3``, ``name 1.2.3``, ``name v1.2``, stray ``;``/``,``, VCS and repository addresses
+    (as sources). Not read, with a warning: the Python itself (see ``_python_entry``), names of the
+    [not_packages] table, other addresses, local paths, free text. Every name returned is a valid
+    distribution name."""
+    s = s.strip().strip("`").strip()
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
+        s = s[1:-1].strip()
     if not s:
+        return None
+    stripped = s.rstrip(";,").strip()
+    if stripped != s and stripped and not stripped.endswith(("@", "::")):
+        before = len(warnings)
+        d = _req(stripped, path, line, warnings, evidence)
+        if d is not None:
+            warnings.insert(before, (path, line, f"{s[:80]!r}: stray {s[len(stripped):].strip()!r} left out; read as "
+                                                 f"{d.spec}"))
+        return d
+    if _python_entry(s, path, line, warnings, evidence):
         return None
     egg = re.search(r"#egg=([A-Za-z0-9_.\-]+)", s)
     if s.startswith(("-e ", "--editable")) or re.match(r"(git|hg|svn|bzr)\+", s):
         src = vcs_source(s)
-        name = egg.group(1) if egg else (src[0] if src else "")
-        if name:
+        name = canonicalize_name(egg.group(1) if egg else (src[0] if src else ""))
+        if src is not None and name and re.fullmatch(r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?", name):
+            if src and not egg and re.match(r"^(-e\s+|--editable\s+)?git\+", s) and repository_reference(src[1]):
+                d = _repository(f"{src[1]}{'@' + src[2] if src[2] else ''}", path, line, warnings)
+                if d is not None:
+                    return dataclasses.replace(d, spec=s)
             warnings.append((path, line, f"{s[:80]!r} is a VCS source, not a PyPI name: it becomes an extra source "
                                          "of the model (a full commit id) or a review item"))
-            return Declared(canonicalize_name(name), s, path, line)
+            return Declared(name, s, path, line)
         warnings.append((path, line, f"{s[:80]!r} is a VCS/editable entry whose name cannot be read; ignored"))
         return None
+    if re.match(r"^(https?|ftp|ssh|git)://|^(www\.)?(github\.com|gitlab\.com|bitbucket\.org)/|^git@", s):
+        return _address(s, path, line, warnings)
+    if re.fullmatch(r"v?\d+(\.\d+)*", s):
+        warnings.append((path, line, f"{s!r} is a bare version with no name; not read"))
+        return None
     simple = _SIMPLE_REQ.match(s)
-    if simple:  # 'name' / 'name==1.2' (most lines of exported environments): no full PEP 508 parse needed
-        return Declared(canonicalize_name(simple.group(1)), s, path, line)
+    # 'name' / 'name==1.2' (most lines of exported environments): no full PEP 508 parse needed
+    # unless the version has letters ('x==latest' is no version)
+    if simple and (not re.search(r"[<>=!~]", s) or re.fullmatch(r"\s*[<>=!~]{1,2}\s*\d+(\.\d+)*(\.\*)?",
+                                                                s[simple.end(1):]) or _valid(s)):
+        return _named(Declared(canonicalize_name(simple.group(1)), s, path, line), warnings)
     if s.startswith("-"):
         if re.match(r"^(-r|-c|--requirement|--constraint)\b", s):
             warnings.append((path, line, f"{s[:80]!r} names another requirements file; not followed (scan it too)"))
         return None
+    if s.startswith((".", "/", "~")) or (re.search(r"\.(whl|tar\.gz|zip|tgz)$", s) and "@" not in s):
+        warnings.append((path, line, f"{s[:80]!r} is a local path or archive, not a declaration; not read (code "
+                                     "shipped with the submission, or an extra source)"))
+        return None
+    s = re.sub(r"\s+--hash[= ]\S+", "", s)  # pip's per-line hash options
     try:
         r = Requirement(s)
     except InvalidRequirement:
-        # conda-style "name=1.2=build" or "name==1.2=build"
-        m = re.match(r"^([A-Za-z0-9_.\-]+)\s*(?:={1,2}\s*([^=\s]+))?", s)
-        if not m:
-            warnings.append((path, line, f"cannot read requirement {s[:80]!r}"))
-            return None
-        if s[m.end():].strip() and not re.fullmatch(r"=[\w.*+!]+", s[m.end():].strip()):  # not a conda build string
-            warnings.append((path, line, f"cannot read requirement {s[:80]!r} completely; took the name "
-                                         f"{m.group(1)!r}"))
-        return Declared(canonicalize_name(m.group(1)), s, path, line)
+        return _lenient(s, path, line, warnings)
     if r.url and r.url.startswith("file:"):
         warnings.append((path, line, f"{r.name} points at a local file ({r.url[:60]}); not installable as written"))
-    return Declared(canonicalize_name(r.name), s, path, line)
+    elif r.url and not r.url.startswith(("git+", "hg+", "svn+", "bzr+")):
+        ref = repository_reference(r.url)
+        if ref is not None and ref[2]:  # name @ https://github.com/o/r/archive/<sha>.zip: the repository at <sha>
+            d = _repository(r.url, path, line, warnings)
+            return dataclasses.replace(d, name=canonicalize_name(r.name)) if d else None
+    return _named(Declared(canonicalize_name(r.name), s, path, line), warnings)
 
 
-def parse_software_used(text: str, path: str) -> MetaScan:
-    warnings: list[tuple[str, int | None, str]] = []
+def _address(s: str, path: str, line: int | None, warnings: Warnings) -> Declared | None:
+    """A web address given as a requirement: a repository (a source), a PyPI project page (its
+    name and version), anything else not read."""
+    if (d := _repository(s, path, line, warnings)) is not None or repository_reference(s) is not None:
+        return d
+    page = re.match(rf"^https?://(?:pypi\.org|pypi\.python\.org)/(?:project|pypi|simple)/({_NAME})/?"
+                    rf"(?:(\d[\w.!+]*)/?)?(?:[#?].*)?$", s)
+    if page:
+        spec = f"{page.group(1)}=={page.group(2)}" if page.group(2) else page.group(1)
+        if _valid(spec):
+            warnings.append((path, line, f"{s[:80]!r} is a PyPI project page: read as {spec}"))
+            return _named(Declared(canonicalize_name(page.group(1)), spec, path, line), warnings)
+    warnings.append((path, line, f"{s[:80]!r} is a web address, not a requirement or a repository pyrepro can pin; "
+                                 "not read: review it"))
+    return None
+
+
+def _lenient(s: str, path: str, line: int | None, warnings: Warnings) -> Declared | None:
+    """The shapes a requirement takes outside PEP 508 (see ``_req``), or a warning."""
+    chan = re.match(r"^([A-Za-z0-9_.-]+)::\s*(.+)$", s)
+    if chan:  # conda's channel::name=1.2
+        inner = chan.group(2).strip()
+        name = re.split(r"[=<>!~ ]", inner, maxsplit=1)[0]
+        mapped = conda_to_pypi(f"{chan.group(1)}::{name}") or conda_to_pypi(name)
+        warnings.append((path, line, f"{s[:80]!r}: conda package {name} from the {chan.group(1)} channel"
+                                     f"{', ' + mapped + ' on PyPI' if mapped else ''}"))
+        if conda_system_reason(name) is not None and not mapped:
+            warnings.append((path, line, f"{name} is not a Python distribution ({conda_system_reason(name)}); "
+                                         "not read"))
+            return None
+        d = _req(inner, path, line, warnings)
+        return dataclasses.replace(d, name=canonicalize_name(mapped)) if d and mapped else d
+    forms = (rf"^({_NAME})\s*\(\s*({_OP})?\s*{_VERSION_WORD}\s*\)$",  # name (1.2.3)
+             rf"^({_NAME})\s*:\s*({_OP})?\s*{_VERSION_WORD}$",  # name: 1.2.3
+             rf"^({_NAME})\s+(?:version\s*:?\s*)?()(?:{_VERSION_WORD})$")  # name 1.2.3, name v1.2, name version 1.2
+    for form in forms:
+        m = re.match(form, s, re.I)
+        if m and not re.fullmatch(r"\d[\d.]*", m.group(1)):
+            spec = f"{m.group(1)}{m.group(2) or '=='}{m.group(3)}"
+            if _valid(spec):
+                warnings.append((path, line, f"{s[:80]!r} is not PEP 508; read as {spec}"))
+                return _req(spec, path, line, warnings)
+    # conda-style "name=1.2=build" or "name==1.2=build": init turns the version into a PEP 440 pin
+    m = re.match(r"^([A-Za-z0-9](?:[A-Za-z0-9_.\-]*[A-Za-z0-9])?)\s*(?:={1,2}\s*([0-9][^=\s]*))?", s)
+    rest = s[m.end():].strip() if m else s
+    if m and (not rest or (m.group(2) and re.fullmatch(r"=[\w.*+!]+", rest))):
+        return _named(Declared(canonicalize_name(m.group(1)), s, path, line), warnings)
+    if m and (re.fullmatch(r"\([^()]*\)", rest) or re.match(rf"^({_OP})", s[len(m.group(1)):].strip())):
+        # "alignn (GitHub version)", "x==latest": the name, a remark or a version that is none
+        warnings.append((path, line, f"cannot read requirement {s[:80]!r} completely; took the name {m.group(1)!r}"))
+        return _named(Declared(canonicalize_name(m.group(1)), m.group(1), path, line), warnings)
+    hint = "; it names a repository: pin it as an extra source" if re.search(r"github|gitlab|\b[0-9a-f]{7,40}\b", s) else ""
+    warnings.append((path, line, f"{s[:80]!r} is not a requirement (free text); not read{hint}"))
+    return None
+
+
+_PIP_COMMAND = re.compile(r"^[!%$]?\s*(?:sudo\s+)?(?:python[\d.]*\s+-m\s+)?pip[\d.]*\s+install\b")
+_CONDA_COMMAND = re.compile(r"^[!%$]?\s*(?:conda|mamba|micromamba)\s+install\b")
+
+
+def _items(s: str, path: str, line: int | None, warnings: Warnings, evidence: str | None = None,
+           ) -> list[Declared]:
+    """The requirements of one written item that may hold several: ``pip install x y`` or
+    ``conda install x`` text, ``numpy==1.2 scipy==1.3`` (every word with a version), or one
+    requirement (``_req``). Repository addresses in free text become sources too."""
+    s = s.strip().strip("`").strip()
+    if _PIP_COMMAND.match(s):
+        ds, ws = pip_install_line(s.lstrip("!%$ "), path, line)
+        warnings.extend(ws)
+        if not ds and not ws:
+            warnings.append((path, line, f"{s[:80]!r}: a pip install command that installs nothing pyrepro can read"))
+        return ds
+    if _CONDA_COMMAND.match(s):
+        return _conda_install(s, path, line, warnings)
+    words = s.split()
+    if len(words) > 1 and all(re.fullmatch(rf"{_NAME}\s*(?:{_OP})\s*\S+", w) and _valid(w) for w in words):
+        return [d for w in words if (d := _req(w, path, line, warnings, evidence))]
+    before = len(warnings)
+    d = _req(s, path, line, warnings, evidence)
+    if d is not None:
+        return [d]
+    if len(warnings) > before and "free text" in warnings[-1][2]:
+        return [r for u in _REPO_IN_TEXT.findall(s) if (r := _repository(u.rstrip("."), path, line, warnings))]
+    return []
+
+
+def _conda_install(s: str, path: str, line: int | None, warnings: Warnings) -> list[Declared]:
+    """``conda install -c ch a b=1.2`` text: each package, by its PyPI name; system packages not read."""
+    try:
+        words = shlex.split(s, comments=True)
+    except ValueError:
+        words = s.split()
+    k = next((i for i, w in enumerate(words) if w == "install"), len(words))
+    out: list[Declared] = []
+    skip = False
+    for w in words[k + 1:]:
+        if w in ("&&", ";", "||", "|"):
+            break
+        if skip:
+            skip = False
+            continue
+        if w.startswith("-"):
+            skip = w in ("-c", "--channel", "-n", "--name", "-p", "--prefix") and "=" not in w
+            continue
+        name = re.split(r"[=<>!~ ]", w.split("::")[-1], maxsplit=1)[0]
+        why = conda_system_reason(name)
+        if why is not None:
+            warnings.append((path, line, f"conda install {w}: not a Python distribution ({why}); not read"))
+            continue
+        if (d := _req(w, path, line, warnings)):
+            out.append(_conda(d))
+    return out
+
+
+def _json_located(text: str) -> object:
+    """``text`` (valid JSON) parsed with each string a ``_Str`` that knows its line; None when the
+    nesting is too deep to walk (the caller then uses one line for everything)."""
+    dec = json.JSONDecoder()
+    ws = re.compile(r"[ \t\n\r]*")
+    newlines = [i for i, c in enumerate(text) if c == "\n"]
+
+    def line_at(i: int) -> int:
+        import bisect
+
+        return bisect.bisect_right(newlines, i - 1) + 1
+
+    def value(i: int, depth: int) -> tuple[object, int]:
+        if depth > 100:
+            raise RecursionError
+        i = ws.match(text, i).end()
+        c = text[i]
+        if c == '"':
+            s, j = json.decoder.scanstring(text, i + 1)
+            return _Str(s, line_at(i)), j
+        if c in "[{":
+            close = "]" if c == "[" else "}"
+            out: list[object] | dict[object, object] = [] if c == "[" else {}
+            i = ws.match(text, i + 1).end()
+            if text[i] == close:
+                return out, i + 1
+            while True:
+                if isinstance(out, dict):
+                    k, i = value(i, depth + 1)
+                    i = ws.match(text, i).end() + 1  # the colon
+                    v, i = value(i, depth + 1)
+                    out[k] = v
+                else:
+                    v, i = value(i, depth + 1)
+                    out.append(v)
+                i = ws.match(text, i).end()
+                if text[i] == close:
+                    return out, i + 1
+                i += 1  # the comma
+        v, j = dec.raw_decode(text, i)
+        return v, j
+
+    try:
+        return value(0, 0)[0]
+    except (RecursionError, ValueError, IndexError):
+        return None
+
+
+class _Str(str):
+    """A JSON string with the line it starts on."""
+
+    line: int
+
+    def __new__(cls, s: str, line: int) -> _Str:
+        obj = super().__new__(cls, s)
+        obj.line = line
+        return obj
+
+
+def _at(x: object, default: int | None) -> int | None:
+    return getattr(x, "line", default)
+
+
+def _load_json(text: str, path: str, what: str) -> tuple[object, tuple[str, int | None, str] | None]:
+    """(data with located strings, None) or (None, the located reason it cannot be read)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        return MetaScan((), ((path, exc.lineno, f"not valid JSON ({exc.msg}); declared dependencies not read"),))
+        return None, (path, exc.lineno, f"not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno}); {what} "
+                                        "not read: fix the file")
+    except (RecursionError, ValueError) as exc:
+        return None, (path, 1, f"cannot be read as JSON ({type(exc).__name__}); {what} not read: fix the file")
+    located = _json_located(text)
+    return (located if located is not None else data), None
+
+
+def parse_software_used(text: str, path: str) -> MetaScan:
+    warnings: Warnings = []
+    data, bad = _load_json(text, path, "declared dependencies")
+    if bad is not None:
+        return MetaScan((), (bad,), unreadable=True)
     if not isinstance(data, dict):
-        return MetaScan((), ((path, 1, "not a JSON object; declared dependencies not read"),))
+        return MetaScan((), ((path, 1, "not a JSON object; declared dependencies not read"),), unreadable=True)
     sw = data.get("software_used")
     if sw is None:
         return MetaScan((), ())
-    items = sw if isinstance(sw, list) else str(sw).split(",") if isinstance(sw, str) else []
-    line = _line_of(text, "software_used")
-    out = [_alias(_conda(d)) for s in items if isinstance(s, str) and (d := _req(s, path, line, warnings))]
-    return MetaScan(tuple(d for d in out if not_a_package_reason(d.name) is None), tuple(warnings))
+    line = _at(sw, _line_of(text, "software_used"))
+    if isinstance(sw, list):
+        items = [(x, _at(x, line), str(x)) for x in sw if isinstance(x, str)]
+    elif isinstance(sw, str):
+        items = [(x, line, sw) for x in sw.split(",")]
+    else:
+        items = []
+        warnings.append((path, line, f"software_used is a {type(sw).__name__}, not a list or a string; not read"))
+    out = [_alias(_conda(d)) for s, at, whole in items for d in _items(s, path, at, warnings, whole)]
+    return MetaScan(tuple(d for d in out if _named(d, warnings)), tuple(warnings))
 
 
 def _alias(d: Declared) -> Declared:
@@ -157,63 +499,326 @@ def _conda(d: Declared) -> Declared:
     return dataclasses.replace(d, name=canonicalize_name(mapped)) if mapped else d
 
 
-def _requirements(req: object, path: str, line: int | None, warnings: list[tuple[str, int | None, str]],
-                  out: list[Declared], depth: int = 0) -> None:
-    """Declared names of a ``requirements`` value of any shape: a list of specs, a dict of
-    name -> version(s), a dict of groups (``{"python": ["numpy==1.2"]}``), a string of names,
-    or free text (a warning)."""
+def _version_text(x: object) -> str | None:
+    """A version value of a {name: version} requirements dict as text (numbers too), or None."""
+    if isinstance(x, bool) or x is None:
+        return None
+    if isinstance(x, (int, float)):
+        return str(x)
+    return x.strip() if isinstance(x, str) else None
+
+
+def _requirements(req: object, path: str, line: int | None, warnings: Warnings, out: list[Declared],
+                  depth: int = 0) -> None:
+    """Declared names of a ``requirements`` value of any shape: a list of specs (nested lists
+    too: ``[["ax_platform==0.2.3", ...]]``), a dict of name -> version(s), a dict of groups
+    (``{"python": ["numpy==1.2"]}``), a string of names, or free text (a warning). Each item
+    carries its own line."""
+    if depth > 8:
+        warnings.append((path, line, "requirements nested deeper than 8 levels; the rest not read"))
+        return
     if isinstance(req, dict):
         for k, v in req.items():
-            if depth < 3 and ((isinstance(v, (dict, str)) and str(k).lower() in GROUP_KEYS) or (isinstance(v, list) and v and all(
-                    isinstance(x, str) and re.match(r"^[A-Za-z]", x.strip()) for x in v))):
+            kline = _at(k, line)
+            key = str(k).strip()
+            if key.lower() in PYTHON_NAMES | {"python_version"} and _version_text(v) and \
+                    re.match(r"^[<>=~!]*\s*v?[23](\.\d+)*", _version_text(v) or ""):
+                _python_entry(f"python {_version_text(v)}", path, kline, warnings,
+                              f"python=={v}" if isinstance(v, (str, int, float)) else None)
+                continue
+            if isinstance(v, dict) and isinstance(v.get("version"), (str, int, float)) and key.lower() not in GROUP_KEYS:
+                v = v["version"]  # {"torch": {"version": "1.12"}}
+            if depth < 3 and ((isinstance(v, (dict, str)) and key.lower() in GROUP_KEYS) or (isinstance(v, list) and v and all(
+                    isinstance(x, (str, list)) and (isinstance(x, list) or (re.match(r"^[A-Za-z]", x.strip())
+                                                              and not re.match(r"^v\d", x.strip()))) for x in v))):
                 # a group ({"python": ["numpy==1.2", ...]}, {"pip": {...}}), not versions of a package
-                _requirements(v, path, line, warnings, out, depth + 1)
+                _requirements(v, path, kline, warnings, out, depth + 1)
+                continue
+            if re.search(r"://|^(?:www\.)?github\.com/", key):  # {"https://github.com/o/r": "<sha>"}
+                ver = _version_text(v)
+                target = key if not ver or re.search(r"/(tree|commit|archive)/|@", key) else f"{key.rstrip('/')}/tree/{ver}"
+                if (d := _req(target, path, kline, warnings)) is not None:
+                    out.append(d)
+                continue
+            ref = _version_text(v) if isinstance(v, str) else None
+            if ref and re.search(r"(?:git|hg|svn|bzr)\+|://", ref):
+                # {"pynanoflann": "pynanoflann@git+https://..."} or {"x": "git+https://..."}: a source
+                target = ref if re.match(rf"^{_NAME}\s*@", ref) else f"{key} @ {ref}"
+                if (d := _req(target, path, kline, warnings)) is not None:
+                    out.append(d)
                 continue
             versions = v if isinstance(v, list) else [v]
-            specs = [f"{k}=={x}" if re.fullmatch(r"[\w.+!*]+", x) else f"{k}{x}" if re.match(r"^[<>=!~]", x) else str(k)
-                     for x in versions if isinstance(x, str)] or [str(k)]
+            texts = [t for x in versions if (t := _version_text(x))]
+            if isinstance(v, (dict, list)) and not texts and v:
+                warnings.append((path, kline, f"{key}: {json.dumps(v)[:60]} is not a version; took the name"))
+            specs = []
+            for t in texts:
+                spec = f"{key}=={t.lstrip('v')}" if re.fullmatch(r"v?[\w.+!*]+", t) else f"{key}{t}" if re.match(r"^[<>=!~]", t) else None
+                if spec is None or not _valid(spec):
+                    if t.lower() not in ("", "*", "any", "latest"):
+                        warnings.append((path, kline, f"{key}: version {t[:40]!r} cannot be read; took the name"))
+                    spec = key
+                specs.append(spec)
+            specs = list(dict.fromkeys(specs)) or [key]
             if len(specs) > 1:
-                warnings.append((path, line, f"{k} is pinned to several versions ({', '.join(map(str, versions))})"))
+                warnings.append((path, kline, f"{key} is pinned to several versions ({', '.join(texts)})"))
             for spec in specs:
-                if (d := _req(spec, path, line, warnings)):
-                    out.append(d)
+                out.extend(_conda(d) for d in _items(spec, path, kline, warnings, None))
     elif isinstance(req, list):
         for item in req:
-            if isinstance(item, str) and (d := _req(item, path, line, warnings)):
-                out.append(d)
-            elif not isinstance(item, str):
-                warnings.append((path, line, f"requirement {item!r} is not a string; ignored"))
+            if isinstance(item, str):
+                out.extend(_conda(d) for d in _items(item, path, _at(item, line), warnings, item))
+            elif isinstance(item, (list, dict)):
+                _requirements(item, path, line, warnings, out, depth + 1)
+            else:
+                warnings.append((path, line, f"requirement {json.dumps(item)[:60]} is not a string; not read"))
     elif isinstance(req, str):
-        if FREE_TEXT.search(req) or (len(req.split()) > 3 and "," not in req):
-            warnings.append((path, line, "requirements is free text, not machine-readable; list the packages as "
-                                         "[\"name==version\", ...] to have them checked"))
-            for tok in re.findall(r"\b([A-Za-z][A-Za-z0-9_\-]+)\s*(?:==|>=|v)?\s*\d[\w.]*", req):
-                out.append(Declared(canonicalize_name(tok), tok, path, line))
-        else:
-            for s in re.split(r"[,\s;]+", req):
-                if re.match(r"^[A-Za-z]", s) and (d := _req(s, path, line, warnings)):  # not a bare version
-                    out.append(d)
+        _requirement_string(req, path, _at(req, line), warnings, out)
     else:
-        warnings.append((path, line, f"requirements has an unexpected type {type(req).__name__}; ignored"))
+        warnings.append((path, line, f"requirements has an unexpected type {type(req).__name__}; not read"))
+
+
+def _requirement_string(req: str, path: str, line: int | None, warnings: Warnings, out: list[Declared]) -> None:
+    """A ``requirements`` string: a command (``pip install x y``), a list of requirements
+    separated by commas, semicolons, new lines or (up to 3 names, or every one with a version)
+    spaces, or free text: a warning, with what can be read off it (``torch 1.12``, addresses)."""
+    commands = [p for p in re.split(r"\n|&&|;", req) if p.strip()]
+    if commands and any(_PIP_COMMAND.match(p.strip()) or _CONDA_COMMAND.match(p.strip()) for p in commands):
+        for part in commands:
+            out.extend(_conda(d) for d in _items(part, path, line, warnings, req))
+        return
+    parts = [p.strip() for p in re.split(rf"[;\n]+|,(?!\s*(?:{_OP}))", req) if p.strip()]
+    readable: list[list[str]] = []
+    for p in parts:
+        words = p.split()
+        if _python_entry(p, path, line, [], req) or _req(p, path, line, [], req) is not None:
+            readable.append([p])
+        elif (1 < len(words) <= 3 and all(re.fullmatch(_NAME, w) and not w[0].isdigit() for w in words)) or (
+                len(words) > 1 and all(re.fullmatch(rf"{_NAME}\s*(?:{_OP})\s*\S+", w) and _valid(w) for w in words)):
+            readable.append(words)  # "numpy scipy", "numpy==1.2 scipy==1.7"
+        else:
+            readable = []
+            break
+    if readable:
+        for words in readable:
+            for w in words:
+                out.extend(_conda(d) for d in _items(w, path, line, warnings, req))
+        return
+    taken: list[str] = []
+    for m in re.finditer(rf"(?<![\w.-])(?!(?:version|ver|v)\b)({_NAME})(?:\s*,?\s*(?:version|ver\.?)\s*:?\s*|\s*(?:==|>=|~=|=)\s*"
+                         rf"|\s+v?)(\d+(?:\.\d+)+)\b", req, re.I):
+        name = m.group(1)
+        if name.lower() in PYTHON_NAMES or re.fullmatch(r"[\d.]+", name) or not _valid(name):
+            continue
+        d = _named(Declared(canonicalize_name(name), name, path, line), warnings)
+        if d is not None:
+            taken.append(name)
+            out.append(_conda(d))
+    warnings.append((path, line, "requirements is free text, not machine-readable"
+                                 f"{'; took the names ' + ', '.join(taken) if taken else '; nothing read from it'}: list "
+                                 "the packages as [\"name==version\", ...] to have them checked"))
+    for u in _REPO_IN_TEXT.findall(req):
+        if (d := _repository(u.rstrip("."), path, line, warnings)) is not None:
+            out.append(d)
 
 
 def parse_info_json(text: str, path: str) -> MetaScan:
-    """MatBench info.json: ``requirements`` in any shape."""
-    warnings: list[tuple[str, int | None, str]] = []
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return MetaScan((), ((path, exc.lineno, f"not valid JSON ({exc.msg}); fix the file so its requirements "
-                                                "can be read"),))
+    """MatBench info.json: ``requirements`` in any shape (see ``_requirements``)."""
+    warnings: Warnings = []
+    data, bad = _load_json(text, path, "its requirements")
+    if bad is not None:
+        return MetaScan((), (bad,), unreadable=True)
     if not isinstance(data, dict):
-        return MetaScan((), ((path, 1, "not a JSON object; requirements not read"),))
+        return MetaScan((), ((path, 1, "not a JSON object; requirements not read"),), unreadable=True)
     req = data.get("requirements")
     line = _line_of(text, "requirements")
     out: list[Declared] = []
     if req is None:
         return MetaScan((), ())
     _requirements(req, path, line, warnings, out)
-    return MetaScan(tuple(d for d in out if not_a_package_reason(d.name) is None), tuple(warnings))
+    return MetaScan(tuple(out), tuple(warnings))
+
+
+_YAML_KEY = re.compile(r"""^(?:"([^"]*)"|'([^']*)'|([^\s#'"{\[][^:#]*?))\s*:(?:\s+|$)(.*)$""")
+
+
+def _yaml_uncomment(s: str) -> str:
+    """``s`` without a trailing YAML comment (`` #`` outside quotes)."""
+    quote = ""
+    for i, c in enumerate(s):
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c == "#" and (i == 0 or s[i - 1] in " \t"):
+            return s[:i].rstrip()
+    return s.rstrip()
+
+
+def _yaml_scalar(s: str, line: int) -> object:
+    """A plain or quoted YAML scalar, or a one-line flow list/mapping (``[a, b]``, ``{a: 1}``),
+    with located strings; numbers stay text (a version ``1.10`` is not the float 1.1)."""
+    s = s.strip()
+    if s[:1] == "[" and s.endswith("]"):
+        return [_yaml_scalar(x, line) for x in _flow_items(s[1:-1])]
+    if s[:1] == "{" and s.endswith("}"):
+        out: dict[object, object] = {}
+        for x in _flow_items(s[1:-1]):
+            k, _, v = x.partition(":")
+            out[_Str(k.strip().strip("'\""), line)] = _yaml_scalar(v, line) if v.strip() else None
+        return out
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
+        s = s[1:-1]
+    elif s in ("", "~", "null", "Null", "NULL"):
+        return None
+    return _Str(s, line)
+
+
+def _flow_items(s: str) -> list[str]:
+    items, depth, cur, quote = [], 0, "", ""
+    for c in s:
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            items.append(cur)
+            cur = ""
+            continue
+        cur += c
+    return [x for x in (*items, cur) if x.strip()]
+
+
+def yaml_top(text: str, keys: frozenset[str] | set[str]) -> dict[str, object]:
+    """The values of the top-level ``keys`` of a YAML mapping document, read tolerantly without a
+    YAML library (block mappings and sequences nested by indentation, plain and quoted scalars,
+    one-line flow collections, comments); every string carries its line. Anything else under a
+    key (anchors, multi-line scalars, tags) reads as text or is left out; nothing raises."""
+    lines: list[tuple[int, int, str]] = []  # (line number, indent, content)
+    for n, raw in enumerate(text.splitlines(), 1):
+        if raw.strip() in ("---", "..."):
+            continue
+        content = _yaml_uncomment(raw.replace("\t", "    "))
+        if content.strip():
+            lines.append((n, len(content) - len(content.lstrip()), content.strip()))
+
+    def block(i: int, indent: int) -> tuple[object, int]:
+        """The block starting at lines[i] (its indent ``indent``): (value, next index)."""
+        if i >= len(lines):
+            return None, i
+        if lines[i][2].startswith("- ") or lines[i][2] == "-":
+            seq: list[object] = []
+            while i < len(lines) and lines[i][1] == indent and (lines[i][2].startswith("- ") or lines[i][2] == "-"):
+                n, _ind, c = lines[i]
+                item = c[1:].strip()
+                i += 1
+                if not item:
+                    if i < len(lines) and lines[i][1] > indent:
+                        v, i = block(i, lines[i][1])
+                        seq.append(v)
+                    continue
+                m = _YAML_KEY.match(item)
+                if m and not (item[:1] in "[{"):
+                    # "- name: x" starts a mapping inside the sequence; its other keys follow indented
+                    sub_indent = indent + 2 + (len(c[1:]) - len(c[1:].lstrip()) - 1)
+                    rest = [(n, sub_indent, item)]
+                    while i < len(lines) and lines[i][1] > indent:
+                        rest.append(lines[i])
+                        i += 1
+                    v, _ = _sub(rest)
+                    seq.append(v)
+                else:
+                    seq.append(_yaml_scalar(item, n))
+            return seq, i
+        mapping: dict[object, object] = {}
+        while i < len(lines) and lines[i][1] == indent:
+            n, _ind, c = lines[i]
+            m = _YAML_KEY.match(c)
+            if not m:
+                i += 1
+                continue
+            key = _Str(next(g for g in m.groups()[:3] if g is not None).strip(), n)
+            rest = m.group(4).strip()
+            i += 1
+            if rest and rest not in ("|", ">", "|-", ">-"):
+                mapping[key] = _yaml_scalar(rest, n)
+            elif i < len(lines) and (lines[i][1] > indent or (lines[i][1] == indent and lines[i][2].startswith("-"))):
+                mapping[key], i = block(i, lines[i][1])
+            else:
+                mapping[key] = None
+            while i < len(lines) and lines[i][1] > indent:  # what a multi-line scalar left
+                i += 1
+        return mapping, i
+
+    def _sub(rows: list[tuple[int, int, str]]) -> tuple[object, int]:
+        nonlocal lines
+        saved, lines = lines, rows
+        try:
+            return block(0, rows[0][1])
+        finally:
+            lines = saved
+
+    out: dict[str, object] = {}
+    i = 0
+    try:
+        while i < len(lines):
+            n, ind, c = lines[i]
+            m = _YAML_KEY.match(c) if ind == 0 else None
+            if not m:
+                i += 1
+                continue
+            key = next(g for g in m.groups()[:3] if g is not None).strip()
+            rest = m.group(4).strip()
+            i += 1
+            value: object = None
+            if rest:
+                value = _yaml_scalar(rest, n)
+            elif i < len(lines) and (lines[i][1] > 0 or lines[i][2].startswith("-")):
+                value, i = block(i, lines[i][1])
+            while i < len(lines) and lines[i][1] > 0:
+                i += 1
+            if key in keys and key not in out:
+                out[key] = value
+    except RecursionError:
+        pass
+    return out
+
+
+# conda recipes (meta.yaml) also have requirements:, whose build/host lists are tools and
+# templates; only run: is what the code needs
+_RECIPE_RUN = "run"
+
+
+def parse_metadata_yml(text: str, path: str) -> MetaScan:
+    """A model-metadata YAML file (Matbench Discovery's ``<model>.yml``, ``metadata.yml``): its
+    top-level ``requirements`` in any shape (``{name: version}`` mostly; see ``_requirements``).
+    A YAML file without that key declares nothing."""
+    warnings: Warnings = []
+    req = yaml_top(text, {"requirements"}).get("requirements")
+    if req is None:
+        return MetaScan((), ())
+    line = _line_of(text, "requirements")
+    if path.rsplit("/", 1)[-1].lower() in ("meta.yaml", "meta.yml"):
+        if not isinstance(req, dict):
+            return MetaScan((), ())
+        run = next((v for k, v in req.items() if str(k) == _RECIPE_RUN), None)
+        if not isinstance(run, list):
+            return MetaScan((), ())
+        out: list[Declared] = []
+        for item in run:
+            if isinstance(item, str) and not re.search(r"[{}]", item):
+                name = re.split(r"[=<>!~ ]", item.strip(), maxsplit=1)[0]
+                if conda_system_reason(name) is not None:
+                    continue
+                out.extend(_conda(d) for d in _items(item, path, _at(item, line), warnings, item))
+        return MetaScan(tuple(out), tuple(warnings))
+    out = []
+    _requirements(req, path, line, warnings, out)
+    return MetaScan(tuple(out), tuple(warnings))
 
 
 def parse_environment_yml(text: str, path: str) -> MetaScan:
@@ -247,7 +852,8 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
             mapped = conda_to_pypi(name.lower()) or conda_to_pypi(item.split("=")[0].strip()) or name
             if mapped != name:
                 warnings.append((path, n, f"conda package {name} is {mapped} on PyPI"))
-            out.append(Declared(canonicalize_name(mapped), item, path, n))
+            if (d := _named(Declared(canonicalize_name(mapped), item, path, n), warnings)) is not None:
+                out.append(d)
         elif (d := _req(item, path, n, warnings)):
             out.append(d)
     return MetaScan(tuple(out), tuple(warnings))
@@ -260,8 +866,7 @@ def parse_requirements_txt(text: str, path: str) -> MetaScan:
         s = raw.split(" #", 1)[0].strip()
         if not s or s.startswith("#"):
             continue
-        if (d := _req(s, path, n, warnings)):
-            out.append(_conda(d))
+        out.extend(_conda(d) for d in _items(s, path, n, warnings))
     return MetaScan(tuple(out), tuple(warnings))
 
 
@@ -329,7 +934,7 @@ def parse_pyproject(text: str, path: str) -> MetaScan:
     Poetry's dependency groups are not read (development)."""
     data, warnings = _toml(text, path)
     if data is None:
-        return MetaScan((), tuple(warnings))
+        return MetaScan((), tuple(warnings), unreadable=True)
     out: list[Declared] = []
     project = data.get("project") if isinstance(data.get("project"), dict) else {}
     deps = project.get("dependencies", [])
@@ -362,7 +967,8 @@ def parse_pyproject(text: str, path: str) -> MetaScan:
         if spec is None:
             warnings.append((path, where, f"cannot read Poetry constraint {name} = {str(raw)[:40]!r}; took the name"))
             spec = ""
-        out.append(Declared(canonicalize_name(str(name)), f"{name}{spec}", path, where))
+        if (d := _named(Declared(canonicalize_name(str(name)), f"{name}{spec}", path, where), warnings)) is not None:
+            out.append(d)
     return MetaScan(tuple(out), tuple(warnings))
 
 
@@ -370,7 +976,7 @@ def parse_pipfile(text: str, path: str) -> MetaScan:
     """Pipenv's ``[packages]`` (``[dev-packages]`` is development: not read)."""
     data, warnings = _toml(text, path)
     if data is None:
-        return MetaScan((), tuple(warnings))
+        return MetaScan((), tuple(warnings), unreadable=True)
     out: list[Declared] = []
     pkgs = data.get("packages", {})
     for name, val in pkgs.items() if isinstance(pkgs, dict) else []:
@@ -392,7 +998,8 @@ def parse_setup_cfg(text: str, path: str) -> MetaScan:
         cp.read_string(text)
     except configparser.Error as exc:
         return MetaScan((), ((path, getattr(exc, "lineno", None), f"cannot read ({str(exc).splitlines()[0][:100]}); "
-                                                                  "declared dependencies not read"),))
+                                                                  "declared dependencies not read"),),
+                        unreadable=True)
     warnings: list[tuple[str, int | None, str]] = []
     out: list[Declared] = []
     raw = cp.get("options", "install_requires", fallback="")
@@ -446,7 +1053,8 @@ PARSERS = {"metadata.json": parse_software_used, "info.json": parse_info_json,
 
 def parser_for(path: str) -> Callable[[str, str], MetaScan] | None:
     """The reader of a declaration file by its name (relative posix path), or None: the names in
-    PARSERS, any ``*requirement*.txt``, and YAML files named for a conda environment."""
+    PARSERS, any ``*requirement*.txt``, YAML files named for a conda environment, and any other
+    YAML file as model metadata (its top-level ``requirements``; none declares nothing)."""
     name = path.rsplit("/", 1)[-1].lower()
     if name == "requirements.txt":
         return parse_any_requirements_txt  # docs/requirements.txt is development
@@ -454,8 +1062,8 @@ def parser_for(path: str) -> Callable[[str, str], MetaScan] | None:
         return PARSERS[name]
     if name.endswith(".txt") and ("requirement" in name or "/requirements/" in f"/{path.lower()}"):
         return parse_any_requirements_txt
-    if name.endswith((".yml", ".yaml")) and re.search(r"env|conda", name):
-        return parse_environment_yml
+    if name.endswith((".yml", ".yaml")):
+        return parse_environment_yml if re.search(r"env|conda", name) else parse_metadata_yml
     return None
 
 
@@ -497,8 +1105,8 @@ def pip_install_requirements(argv: tuple[str, ...], path: str, line: int | None,
             i += 1
             continue
         # a folder ("allegro/", cloned a line before: nequip_mlearn) or an archive is not a PyPI name
-        if a in (".", "..") or a.startswith(("./", "../", "/", "~")) or a.endswith((".whl", ".tar.gz", ".zip")) \
-                or ("/" in a and "://" not in a and "@" not in a):
+        if a in (".", "..") or a.startswith(("./", "../", "/", "~")) or \
+                (a.endswith((".whl", ".tar.gz", ".zip")) and "://" not in a) or ("/" in a and "://" not in a and "@" not in a):
             warnings.append((path, line, f"pip install {a}: a local path or file, not a declaration (code cloned "
                                          "or shipped with the submission: pin it as an extra source)"))
             i += 1

@@ -1,0 +1,96 @@
+"""Which PyPI distribution provides an import nothing declares, by evidence rather than by name.
+
+An import the environment lacks (``import loguru``, ``import submitit`` with nothing declared)
+has candidate distributions: the name table's answer (``pyrepro/data/module_map.toml``), the module
+name itself, and its common spellings (``a_b`` as ``a-b``; ``python-a``, ``py-a``, ``pya``,
+``a-python``). A candidate is accepted only when the wheel of its newest release uploaded by the
+submission's date ships that very top-level module (the wheel's file list, read with two range
+requests, never the whole wheel): a PyPI project that merely has the name is no evidence. The
+accepted provider, with that evidence, goes into model.toml (``[mapping]`` with the reason and
+``[dependencies] extra``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.utils import canonicalize_name
+
+MAX_RELEASES = 3  # releases of one candidate looked at, newest first, for one with a wheel
+
+
+@dataclass(frozen=True)
+class Provider:
+    module: str
+    distribution: str
+    version: str
+    wheel: str
+    uploaded: str  # ISO day
+    reason: str
+
+
+def known_absent(module: str) -> str:
+    """The name table's reason why no PyPI distribution provides ``module`` ("" when it has none)."""
+    from pyrepro.resolve import _mapping
+
+    _modules, not_installable, unresolved = _mapping()
+    top = module.split(".")[0]
+    return str(unresolved.get(module) or unresolved.get(top) or not_installable.get(module)
+               or not_installable.get(top) or "")
+
+
+def candidates(module: str) -> tuple[str, ...]:
+    """Distribution names that may provide the top-level module ``module``, most likely first."""
+    from pyrepro.resolve import _mapping
+
+    top = module.split(".")[0]
+    table = _mapping()[0]
+    names = [str(table[m]) for m in (module, top) if isinstance(table.get(m), str)]
+    low = top.lower()
+    names += [top, low.replace("_", "-"), f"python-{low}", f"py-{low}", f"py{low}", f"{low}-python"]
+    return tuple(dict.fromkeys(canonicalize_name(n) for n in names))
+
+
+def find_provider(module: str, index: Any, before: dt.date | None) -> Provider | None:
+    """The first candidate whose wheel, released by ``before`` (None: any day), ships ``module``'s
+    top-level name; None when no candidate's does (or the index cannot be asked)."""
+    top = module.split(".")[0]
+    for name in candidates(module):
+        for version, day in index.releases_by(name, before)[:MAX_RELEASES]:
+            got = index.top_levels(name, version)
+            if got is None:
+                continue  # no wheel for this release: an older one may have one
+            tops, wheel = got
+            if top in tops:
+                when = f"uploaded {day}" + (f", by the submission's date {before}" if before else "")
+                return Provider(top, canonicalize_name(name), version, wheel, day,
+                                f"no declaration provides {top}; the wheel {wheel} ({when}) ships the top-level "
+                                f"module {top} (rule import-provider: candidates "
+                                f"{', '.join(candidates(module))})")
+            break  # this candidate's wheel does not ship it: the next candidate
+    return None
+
+
+def persist(model_toml: Any, providers: list[Provider]) -> None:
+    """Record providers in model.toml (``[mapping]`` entry with the evidence, the distribution in
+    ``[dependencies] extra``) and regenerate the pyproject."""
+    import tomlkit
+
+    from pyrepro import generate as gen
+    from pyrepro.fsutil import atomic_write_text
+    from pyrepro.registry import parse_model
+
+    doc = tomlkit.parse(model_toml.read_text(encoding="utf-8"))
+    mapping = doc.setdefault("mapping", tomlkit.table())
+    deps = doc.setdefault("dependencies", tomlkit.table())
+    extra = deps.setdefault("extra", tomlkit.array())
+    for p in providers:
+        entry = tomlkit.inline_table()
+        entry.update({"distribution": p.distribution, "reason": p.reason})
+        mapping[p.module] = entry
+        if p.distribution not in [canonicalize_name(str(e).split(";")[0].split("[")[0].strip()) for e in extra]:
+            extra.append(p.distribution)
+    atomic_write_text(model_toml, tomlkit.dumps(doc))
+    atomic_write_text(model_toml.parent / "pyproject.toml", gen.render_pyproject(parse_model(model_toml)))

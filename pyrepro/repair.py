@@ -1,0 +1,400 @@
+"""The repair planner: what ``reproduce`` does after a lock whose environment does not build or
+does not import (pure: no I/O), as ``lockplan`` is for the lock itself.
+
+``reproduce`` describes what happened in a frozen ``Situation`` (the model's Python and whether
+the submission stated it, the current lock's strategy, whether a submission date exists, the
+sdists of the last build that did not build, the rows of the last import check, every move made so
+far and the facts looked up) and ``next_move`` returns exactly one move:
+
+- ``PinWheels``: locked sdists that did not build move to the nearest release with a wheel for the
+  model's Python (rule ``sdist-to-wheel``): pins with reasons in model.toml, relock, rebuild;
+- ``MovePython``: the Python moves (rules ``sdist-to-older-python``, ``imports-to-older-python``,
+  ``not-found-to-older-python``):
+  model.toml records it with its reason and the Python it replaced, relock, rebuild. ``restore``:
+  when that Python does not lock, every file goes back as it was and the planner is asked again;
+- ``RelockByDate``: relock with nothing newer than the submission's date (imports failing inside
+  installed code under an as-declared lock), rebuild;
+- ``AddProviders``: modules no installed distribution provides get the distribution whose wheel,
+  released by the submission's date, ships them (``pyrepro.providers``; rule ``import-provider``):
+  recorded in model.toml with that evidence, relock, rebuild;
+- ``LookUp``: the decision needs facts first (release lists with wheels, whether a release has a
+  wheel for a Python, upload days, which interpreters exist); the caller looks them up,
+  ``Facts.learn``s them and asks again;
+- ``GiveUp``: nothing more to try, with the reason and the next step a person would take.
+
+The situations are, in this order: a lock that failed because the resolver found no release of an
+exact pin for the model's Python (``unlocked``), sdists that did not build (``sdists``), modules that
+do not import (``imports``). ``reproduce`` only performs moves and records them (``Moved``), so
+every rule lives here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from pyrepro import relax
+from pyrepro.interpreters import RELEASES, python_of_day, version_key
+
+MAX_BUILD_MOVES = 3  # sdist-to-wheel and sdist-to-older-python moves per build, in all
+MAX_LOCK_MOVES = 2  # not-found-to-older-python moves before the first lock
+
+
+@dataclass(frozen=True)
+class Moved:
+    """A move ``reproduce`` performed: ``kind`` wheels | python | era | provider; ``trigger`` lock |
+    build | imports;
+    ``ok``: whether its relock produced a lock (a failed era relock or older-Python lock lets the
+    next rule try)."""
+
+    kind: str
+    trigger: str
+    ok: bool = True
+    python: str = ""  # the Python moved to (kind python)
+    pins: tuple[tuple[str, str], ...] = ()  # (distribution, release) moved to (kind wheels)
+    modules: tuple[str, ...] = ()  # the modules given a provider (kind provider)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the index and the machine said, keyed by what was asked."""
+
+    wheel_versions: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)  # (dist, python)
+    has_wheel: Mapping[tuple[str, str, str], bool | None] = field(default_factory=dict)  # (dist, version, python)
+    uploaded: Mapping[tuple[str, str], str | None] = field(default_factory=dict)  # (dist, version) -> ISO day
+    interpreters: Mapping[str, str] = field(default_factory=dict)  # python -> "" (found) or why missing
+    # module -> (distribution, version, reason) whose wheel ships it, or None: no candidate's does
+    providers: Mapping[str, tuple[str, str, str] | None] = field(default_factory=dict)
+
+    def learn(self, **more: Mapping) -> Facts:
+        return replace(self, **{k: {**getattr(self, k), **v} for k, v in more.items()})
+
+
+@dataclass(frozen=True)
+class Situation:
+    python: str
+    python_stated: bool  # the submission states it (evidence); a stated Python is never moved by imports
+    python_reason: str
+    strategy: str  # the current lock's strategy: as-declared | date-bounded | relaxed | reused
+    dated: bool  # the submission has a date to bound a relock by
+    online: bool = True
+    # exact pins (distribution, version) the failed lock's resolver found no release of for this Python
+    unlocked: tuple[tuple[str, str], ...] = ()
+    sdists: tuple[tuple[str, str], ...] = ()  # locked sdists the last build could not build
+    imports: tuple[tuple[str, str, str], ...] = ()  # the last import check: (module, status, message)
+    notes: str = ""  # model.toml notes (the reason an import has no distribution, when known)
+    absent: Mapping[str, str] = field(default_factory=dict)  # module -> the name table's reason it is not on PyPI
+    moves: tuple[Moved, ...] = ()
+    facts: Facts = field(default_factory=Facts)
+
+
+@dataclass(frozen=True)
+class PinWheels:
+    steps: tuple[relax.Step, ...]
+
+
+@dataclass(frozen=True)
+class MovePython:
+    python: str
+    reason: str
+    rule: str
+    restore: bool = False  # no lock for it: put every file back and ask again
+    summary: str = ""  # what asked for it, in a few words
+
+
+@dataclass(frozen=True)
+class RelockByDate:
+    reason: str
+
+
+@dataclass(frozen=True)
+class AddProviders:
+    providers: tuple[tuple[str, str, str, str], ...]  # (module, distribution, version, reason)
+
+
+@dataclass(frozen=True)
+class LookUp:
+    wheel_versions: tuple[tuple[str, str], ...] = ()
+    has_wheel: tuple[tuple[str, str, str], ...] = ()
+    uploads: tuple[tuple[str, str], ...] = ()
+    interpreters: tuple[str, ...] = ()
+    providers: tuple[str, ...] = ()  # modules to find a provider for
+
+
+@dataclass(frozen=True)
+class GiveUp:
+    reason: str  # why nothing more is tried ("" when the failure speaks for itself)
+    hint: str = ""  # the next step a person would take ("" : the failure's own hint)
+
+
+Move = PinWheels | MovePython | RelockByDate | AddProviders | LookUp | GiveUp
+
+
+class _Need(Exception):
+    """A fact the decision needs (internal: turned into a LookUp)."""
+
+    def __init__(self, lookup: LookUp) -> None:
+        self.lookup = lookup
+
+
+def next_move(s: Situation) -> Move:
+    """The one move for ``s`` (see the module docstring): lock rules when the lock found no release
+    of a pin, build rules when sdists did not build, else import rules when modules do not import."""
+    try:
+        if s.unlocked:
+            return _after_lock_failure(s)
+        if s.sdists:
+            return _after_build(s)
+        return _after_imports(s)
+    except _Need as need:
+        return need.lookup
+
+
+# ----------------------------------------------------------------------------------- facts
+
+def _wheel_versions(s: Situation, pkgs: list[str]) -> dict[str, tuple[str, ...]]:
+    missing = tuple((p, s.python) for p in pkgs if (p, s.python) not in s.facts.wheel_versions)
+    if missing:
+        raise _Need(LookUp(wheel_versions=missing))
+    return {p: tuple(s.facts.wheel_versions[(p, s.python)]) for p in pkgs}
+
+
+def _interpreter(s: Situation, python: str) -> str:
+    if python not in s.facts.interpreters:
+        raise _Need(LookUp(interpreters=(python,)))
+    return s.facts.interpreters[python]
+
+
+def older_pythons(python: str) -> list[str]:
+    """The CPython versions pyrepro targets that are older than ``python``, oldest first."""
+    return [v for v, _d in RELEASES if version_key(v) < version_key(python)]
+
+
+# ------------------------------------------------------------------------------------ lock
+
+def _after_lock_failure(s: Situation) -> Move:
+    """The resolver found no release of exact pins for the model's Python (torch==1.11.0 has no
+    CPython 3.11 wheel; a 2023 date chose 3.11): when the submission did not state its Python, move
+    to the newest older CPython that has a wheel of every such pin (rule
+    ``not-found-to-older-python``; a pin with no wheels at all: the newest CPython of the day the
+    index received it). A Python the submission states is evidence and is not moved."""
+    moved = [m for m in s.moves if m.trigger == "lock"]
+    pins = ", ".join(f"{p}=={v}" for p, v in s.unlocked)
+    if s.python_stated:
+        return GiveUp(f"no release of {pins} installs on CPython {s.python}, the Python the submission states "
+                      f"({s.python_reason})", "pin a release of the submission's time that has a wheel for that "
+                      "Python in model.toml ([[dependencies.pins]]), or set python, then rerun")
+    if len(moved) >= MAX_LOCK_MOVES:
+        return GiveUp(f"no lock after {len(moved)} moves of the Python (at most {MAX_LOCK_MOVES}); {pins} still "
+                      f"not found for CPython {s.python}")
+    if not s.online:
+        return GiveUp(f"no release of {pins} found for CPython {s.python} (offline: the index was not asked)")
+    tried = {m.python for m in moved}
+    older = [v for v in older_pythons(s.python) if v not in tried]
+    asks = tuple((p, v, py) for p, v in s.unlocked for py in older if (p, v, py) not in s.facts.has_wheel)
+    if asks:
+        raise _Need(LookUp(has_wheel=asks))
+    wants: list[tuple[str, str, str]] = []  # (python, pin, how)
+    for p, v in s.unlocked:
+        known = [py for py in older if s.facts.has_wheel[(p, v, py)] is not None]
+        fits = [py for py in older if s.facts.has_wheel[(p, v, py)]]
+        if fits:
+            wants.append((fits[-1], f"{p}=={v}", f"{fits[-1]} is the newest older CPython with a wheel of {p} {v}"))
+            continue
+        if known:
+            return GiveUp(f"{p} {v} has wheels, but none for CPython {s.python} or an older one pyrepro targets",
+                          f"pin a release of {p} with a wheel for CPython {s.python} in model.toml, then rerun")
+        if (p, v) not in s.facts.uploaded:
+            raise _Need(LookUp(uploads=((p, v),)))
+        day = s.facts.uploaded[(p, v)]
+        try:
+            made = python_of_day(dt.date.fromisoformat(day)) if day else None
+        except ValueError:
+            made = None
+        if made is None or version_key(made) >= version_key(s.python) or made in tried:
+            return GiveUp(f"no release of {p}=={v} found for CPython {s.python}, and the index says nothing that "
+                          "points to an older Python")
+        wants.append((made, f"{p}=={v}", f"{made} was the newest CPython when the index received {p} {v} ({day})"))
+    target, pin, how = min(wants, key=lambda w: version_key(w[0]))
+    missing = _interpreter(s, target)
+    if missing:
+        return GiveUp(f"{pin} has no release for CPython {s.python}; {how}; but {missing}",
+                      f"install CPython {target} (pyenv install {target}), then rerun")
+    reason = (f"{target}: the lock found no release of {pin} for CPython {s.python}; {how} (rule "
+              f"not-found-to-older-python; before: {s.python}, {s.python_reason or 'no reason recorded'})")
+    return MovePython(target, reason, "not-found-to-older-python", restore=True,
+                      summary=f"{pin} not found for {s.python}")
+
+
+# ----------------------------------------------------------------------------------- build
+
+def _window(s: Situation) -> tuple[Moved, ...]:
+    """The moves of the current build: those after the last import-triggered one."""
+    last = max((i for i, m in enumerate(s.moves) if m.trigger == "imports"), default=-1)
+    return tuple(m for m in s.moves[last + 1:] if m.trigger == "build")
+
+
+def _after_build(s: Situation) -> Move:
+    window = _window(s)
+    if len(window) >= MAX_BUILD_MOVES:
+        return GiveUp(f"{len(window)} moves for sdists that did not build were made already (at most "
+                      f"{MAX_BUILD_MOVES})")
+    tried: dict[str, set[str]] = {}
+    for m in window:
+        for pkg, version in m.pins:
+            tried.setdefault(pkg, set()).add(version)
+    if not s.online:
+        pkg, version = s.sdists[0]
+        return GiveUp(f"{pkg} {version} did not build and no release of {pkg} has a wheel for CPython {s.python} "
+                      "(offline: the index was not asked)")
+    undone = {pkg for pkg, _v in s.sdists if pkg in tried}  # moved before, and back again
+    older = _older_python(s, undone) if undone else None
+    steps: list[relax.Step] = []
+    why = ""
+    if older is None:
+        steps, why = _wheel_steps(s, tried)
+        if not steps:
+            older = _older_python(s, set())
+    if older is not None:
+        missing = _interpreter(s, older[0])
+        if missing:  # say which Python the move needs, change nothing
+            why = f"{why}; {older[1]}; but {missing}" if why else f"{older[1]}; but {missing}"
+            older = None
+    if steps:
+        return PinWheels(tuple(steps))
+    if older is not None:
+        return MovePython(older[0], older[1], "sdist-to-older-python")
+    return GiveUp(why)
+
+
+def _wheel_steps(s: Situation, tried: Mapping[str, set[str]]) -> tuple[list[relax.Step], str]:
+    """For each sdist that did not build, the nearest release with a wheel for the model's Python
+    (rule ``sdist-to-wheel``), leaving out releases already moved to (nequip_mlearn: the relock
+    widened scikit-learn==1.0.2 back, as nequip 0.5.5 needs <=1.0.1, and the same sdist came back);
+    ([], why not) when one has none."""
+    have = _wheel_versions(s, [p for p, _v in s.sdists])
+    steps = []
+    for pkg, version in s.sdists:
+        versions = [v for v in have[pkg] if v not in tried.get(pkg, set())]
+        w = relax.nearest_version(version, versions)
+        if w is None:
+            return [], f"{pkg} {version} did not build and no release of {pkg} has a wheel for CPython {s.python}"
+        steps.append(relax.Step("sdist-to-wheel", pkg, f"{pkg}=={version}", f"{pkg}=={w}",
+                                f"the locked sdist {pkg} {version} did not build here; {w} is the nearest release "
+                                f"with a wheel for CPython {s.python}", ()))
+    return steps, ""
+
+
+def _older_python(s: Situation, undone: set[str]) -> tuple[str, str] | None:
+    """When a locked sdist did not build and no release of it has a wheel for the model's Python,
+    or the relock undid that move (``undone``), the Python that sdist was made for: the newest older
+    CPython with a wheel of that very release, else the newest CPython released by the day the
+    index received it (rule ``sdist-to-older-python``). (python, reason), or None."""
+    have = _wheel_versions(s, [p for p, _v in s.sdists if p not in undone])
+    found = []
+    for pkg, version in s.sdists:
+        if pkg not in undone and have[pkg]:
+            continue  # a release with a wheel exists: the sdist-to-wheel move, not this one
+        older = older_pythons(s.python)
+        asks = tuple((pkg, version, v) for v in older if (pkg, version, v) not in s.facts.has_wheel)
+        if asks:
+            raise _Need(LookUp(has_wheel=asks))
+        made = next((v for v in reversed(older) if s.facts.has_wheel[(pkg, version, v)]), None)
+        how = f"{made} is the newest older CPython with a wheel of {pkg} {version}" if made else ""
+        if made is None:
+            if (pkg, version) not in s.facts.uploaded:
+                raise _Need(LookUp(uploads=((pkg, version),)))
+            day = s.facts.uploaded[(pkg, version)]
+            try:
+                made = python_of_day(dt.date.fromisoformat(day)) if day else None
+            except ValueError:
+                made = None
+            how = f"{made} was the newest CPython when the index received that sdist ({day})"
+        if made is not None and version_key(made) < version_key(s.python):
+            found.append((made, pkg, version, how))
+    if not found:
+        return None
+    made, pkg, version, how = min(found, key=lambda f: version_key(f[0]))
+    why = ("the move to a wheel release was undone by the relock (a dependent's bound rules it out)" if pkg in undone
+           else f"no release of {pkg} has a wheel for it")
+    return made, (f"{made}: the locked sdist {pkg} {version} did not build for CPython {s.python} and {why}; "
+                  f"{how} (rule sdist-to-older-python; before: {s.python}, "
+                  f"{s.python_reason or 'no reason recorded'})")
+
+
+# --------------------------------------------------------------------------------- imports
+
+def not_provided(row: tuple[str, str, str]) -> bool:
+    """An import check row failing only because no installed distribution provides the module
+    (``No module named 'compute_metrics'`` for ``compute_metrics``), not because of an error
+    inside installed code."""
+    m = re.search(r"No module named '([^']+)'", row[2])
+    return bool(m) and m.group(1).split(".")[0] == row[0].split(".")[0]
+
+
+def _after_imports(s: Situation) -> Move:
+    bad = [r for r in s.imports if r[1] != "ok"]
+    if not bad:
+        return GiveUp("")
+    inside = [r for r in bad if not not_provided(r)]
+    tried = {m.kind for m in s.moves if m.trigger == "imports"}
+    given = {mod for m in s.moves if m.kind == "provider" for mod in m.modules}
+    missing = list(dict.fromkeys(r[0].split(".")[0] for r in bad if not_provided(r)))
+    wanted = [m for m in missing if m not in given and not s.absent.get(m)]
+    if wanted and s.online:
+        asks = tuple(m for m in wanted if m not in s.facts.providers)
+        if asks:
+            raise _Need(LookUp(providers=asks))
+        found = tuple((m, *s.facts.providers[m]) for m in wanted if s.facts.providers[m] is not None)
+        if found:
+            return AddProviders(found)  # type: ignore[arg-type]
+    if inside and "era" not in tried and s.strategy == "as-declared" and s.dated:
+        # newest releases mixed with the submission's old pins (cdvae_model: pandas 1.5.3 beside
+        # numpy 2.4 fails with "numpy.dtype size changed"): nothing newer than the submission's date
+        first = inside[0]
+        return RelockByDate(f"{first[0]} fails to import inside installed code ({first[2][:160]})")
+    if inside and "python" not in tried and not s.python_stated:
+        move = _imports_older_python(s, inside)
+        if move is not None:
+            return move
+    first = bad[0]
+    known = re.search(rf"unresolved import {re.escape(first[0])}: ([^\n]+)", s.notes or "")
+    top = first[0].split(".")[0]
+    if known:
+        hint = f"{first[0]} is {known.group(1)}"
+    elif s.absent.get(top):
+        hint = f"{top}: {s.absent[top]}"
+    elif not_provided(first):
+        looked = " (no candidate distribution's wheel of the submission's time ships it)" \
+            if top in s.facts.providers or top in given else ""
+        hint = (f"no locked distribution provides {first[0]}{looked}: code from another repository goes into "
+                "model.toml as [[extra_sources]] (name, repository, 40-hex commit), a PyPI distribution of another "
+                "name as a [mapping] entry; then rerun")
+    else:
+        hint = ("pin the failing distribution to a release of the submission's time in model.toml "
+                "([[dependencies.pins]]), relock and rerun")
+    return GiveUp(f"{len(bad)} of {len(s.imports)} modules fail to import: {first[0]}: {first[2][:200]}", hint)
+
+
+def _imports_older_python(s: Situation, inside: list[tuple[str, str, str]]) -> Move | None:
+    """Imports failing inside installed code on a Python chosen without evidence (the newest CPython
+    of the submission's date was a guess: matgl_mlearn's torch 1.13.1 fails on 3.11 with "mutable
+    default ... use default_factory") move to the next older CPython, once (rule
+    ``imports-to-older-python``). None when that does not apply."""
+    older = older_pythons(s.python) if s.python in [v for v, _d in RELEASES] else []
+    if not older:
+        return None
+    python_made = [r for r in inside if "shared object file" not in r[2]]  # a missing system library: no
+    if not python_made:
+        return None
+    target = older[-1]
+    if _interpreter(s, target):
+        return None
+    first = python_made[0]
+    reason = (f"{target}: {first[0]} fails to import inside installed code on CPython {s.python} "
+              f"({first[2][:160]}); no Python was stated, so the next older one (rule imports-to-older-python; "
+              f"before: {s.python}, {s.python_reason})")
+    return MovePython(target, reason, "imports-to-older-python", restore=True,
+                      summary=f"{first[0]} failed to import on {s.python}")

@@ -1,0 +1,84 @@
+"""The top-level modules a distribution provides: the one computation, used for a wheel's file
+list on the index (``pyrepro.index``), an installed distribution's files (``pyrepro.resolve``),
+and inside a model environment by the import check (``pyrepro.run`` sends this module's source
+to the environment's own interpreter, so it is written for every Python 3 pyrepro targets, 3.6
+included: no annotations evaluated at run time, standard library only).
+"""
+
+import re
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+_MODULE_FILE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\.[^/]*)?\.(py|so|pyd)$")
+
+
+def top_levels_of(paths):
+    """Importable top-level names from a distribution's file paths (a wheel's file list or an
+    installed RECORD, ``/``-separated): packages, modules, extension modules (``x.cpython-311-...so``);
+    metadata folders, ``bin/`` and paths outside site-packages (``../../bin/x``) left out; a wheel's
+    ``.data/purelib|platlib`` contents count as top level. A frozenset of names."""
+    out = set()
+    for n in paths:
+        parts = str(n).replace("\\", "/").split("/")
+        if parts[0].endswith(".data") and len(parts) > 3 and parts[1] in ("purelib", "platlib"):
+            parts = parts[2:]
+        head = parts[0]
+        if not head or head.endswith((".dist-info", ".data", ".egg-info")) or head in ("..", "bin"):
+            continue
+        if len(parts) > 1:
+            if _IDENT.match(head):
+                out.add(head)
+            continue
+        m = _MODULE_FILE.match(head)
+        if m:
+            out.add(m.group(1))
+    return frozenset(out)
+
+
+def distribution_top_levels(top_level_txt, paths):
+    """An installed distribution's top-level modules: its ``top_level.txt`` when it has one (what
+    the distribution says of itself), else derived from its files (``top_levels_of``)."""
+    said = [t for t in (top_level_txt or "").split() if t]
+    return frozenset(said) if said else top_levels_of(paths)
+
+
+def installed_distributions(entries):
+    """(name, top-level modules) of every distribution installed in the folders ``entries`` (a
+    ``sys.path``), read from their ``*.dist-info`` folders (METADATA's ``Name``, ``top_level.txt``,
+    ``RECORD``) without ``importlib.metadata``, which CPython 3.6 and 3.7 lack."""
+    import os
+
+    for entry in entries:
+        try:
+            names = sorted(os.listdir(entry))
+        except OSError:
+            continue
+        for d in names:
+            if not d.endswith(".dist-info"):
+                continue
+            folder = os.path.join(entry, d)
+            name = ""
+            try:
+                with open(os.path.join(folder, "METADATA"), encoding="utf-8", errors="replace") as fh:
+                    for line in fh:
+                        if not line.strip():
+                            break
+                        if line.lower().startswith("name:"):
+                            name = line.split(":", 1)[1].strip()
+                            break
+            except OSError:
+                continue
+            if not name:
+                continue
+            said = None
+            try:
+                with open(os.path.join(folder, "top_level.txt"), encoding="utf-8", errors="replace") as fh:
+                    said = fh.read()
+            except OSError:
+                pass
+            files = []
+            try:
+                with open(os.path.join(folder, "RECORD"), encoding="utf-8", errors="replace") as fh:
+                    files = [line.split(",", 1)[0] for line in fh if line.strip()]
+            except OSError:
+                pass
+            yield name, distribution_top_levels(said, files)

@@ -1,0 +1,4 @@
+import numpy as np
+import torch
+from pymatgen.core import Structure
+from rdkit import Chem

@@ -1,0 +1,4 @@
+from matbench.bench import MatbenchBenchmark
+from sklearn.ensemble import RandomForestRegressor
+
+mb = MatbenchBenchmark(autoload=False)

@@ -1,0 +1,4 @@
+import numpy
+import pandas
+from sklearn.linear_model import Ridge
+import pkgx

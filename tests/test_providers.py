@@ -1,0 +1,193 @@
+"""pyrepro.providers: an undeclared import's distribution, accepted only on its wheel's evidence."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pyrepro import providers
+from pyrepro.index import WheelIndex
+
+
+class FakeIndex:
+    """releases_by / top_levels of a few made-up projects."""
+
+    def __init__(self, projects: dict[str, list[tuple[str, str, set[str] | None]]]) -> None:
+        self.projects = projects  # name -> [(version, upload day, top-level modules of its wheel or None)]
+        self.asked: list[tuple[str, str]] = []
+        self.up = True  # False: the index answers no release list (it could not be asked)
+
+    def releases_by(self, name: str, day: dt.date | None = None) -> list[tuple[str, str]]:
+        if not self.up:
+            return []
+        rel = [(v, d) for v, d, _t in self.projects.get(name, []) if day is None or d <= day.isoformat()]
+        return sorted(rel, key=lambda r: tuple(int(x) for x in r[0].split(".")), reverse=True)
+
+    def uploaded(self, name: str, version: str) -> str | None:
+        return next((d for v, d, _t in self.projects.get(name, []) if v == version), None)
+
+    def top_levels(self, name: str, version: str | None = None) -> tuple[frozenset[str], str] | None:
+        self.asked.append((name, version or ""))
+        for v, _d, tops in self.projects.get(name, []):
+            if v == version and tops is not None:
+                return frozenset(tops), f"{name.replace('-', '_')}-{v}-py3-none-any.whl"
+        return None
+
+
+def test_candidates__table_identity_and_common_spellings() -> None:
+    assert providers.candidates("sklearn.linear_model")[0] == "scikit-learn"
+    c = providers.candidates("mystery_mod")
+    assert c[:2] == ("mystery-mod", "python-mystery-mod") and "pymystery-mod" in c and "mystery-mod-python" in c
+
+
+def test_find_provider__wheel_of_the_submission_time_must_ship_the_module() -> None:
+    idx = FakeIndex({
+        "mystery-mod": [("1.0", "2019-03-01", {"other"})],  # the name, but another project's code
+        "python-mystery-mod": [("3.0", "2025-01-01", {"mystery_mod"}), ("1.6", "2020-06-01", None),
+                               ("1.5", "2020-02-01", {"mystery_mod"})],
+    })
+    p = providers.find_provider("mystery_mod.sub", idx, dt.date(2021, 1, 1))
+    assert p is not None and (p.distribution, p.version) == ("python-mystery-mod", "1.5")
+    assert "python_mystery_mod-1.5-py3-none-any.whl" in p.reason and "uploaded 2020-02-01" in p.reason
+    assert "by the submission's date 2021-01-01" in p.reason
+    assert ("python-mystery-mod", "3.0") not in idx.asked  # released after the date: never looked at
+    assert providers.find_provider("mystery_mod", FakeIndex({"mystery-mod": [("1.0", "2019-03-01", {"x"})]}),
+                                   None) is None
+
+
+def test_known_absent__name_table_reasons() -> None:
+    assert "not on PyPI" in providers.known_absent("ocpmodels.models")
+    assert providers.known_absent("loguru") == ""
+
+
+def test_index_releases_by__final_releases_by_day_newest_first() -> None:
+    listing = {"files": [
+        {"filename": "x-1.0.tar.gz", "upload-time": "2019-01-02T00:00:00Z"},
+        {"filename": "x-1.0-py3-none-any.whl", "upload-time": "2019-01-01T00:00:00Z"},
+        {"filename": "x-2.0rc1-py3-none-any.whl", "upload-time": "2020-01-01T00:00:00Z"},
+        {"filename": "x-1.10-py3-none-any.whl", "upload-time": "2020-05-01T00:00:00Z"},
+        {"filename": "x-1.9-py3-none-any.whl", "upload-time": "2020-04-01T00:00:00Z", "yanked": True},
+        {"filename": "x-3.0-py3-none-any.whl", "upload-time": "2024-01-01T00:00:00Z"}]}
+    idx = WheelIndex(None, fetch=lambda url: json.dumps(listing).encode())
+    assert idx.releases_by("x", dt.date(2021, 1, 1)) == [("1.10", "2020-05-01"), ("1.0", "2019-01-01")]
+    assert idx.releases_by("x")[0] == ("3.0", "2024-01-01")
+
+
+def test_reproduce__undeclared_import__provider_by_wheel_evidence__relocked_rebuilt_imports_pass(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path, write_files: Any) -> None:
+    """`import loguru` with nothing declared, and the index could not be asked while init drafted
+    (so no provider then): the environment lacks it; the wheel of loguru's newest release by the
+    submission's date ships loguru, so the import check's repair records it in model.toml with
+    that evidence, then relock, rebuild, and the import check passes."""
+    import tomllib
+
+    from pyrepro import index as index_mod
+    from pyrepro import lock, reproduce
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+    from pyrepro.paths import Paths
+
+    proj = tmp_path / "proj"
+    (proj / "models").mkdir(parents=True)
+    (proj / "patches").mkdir()
+    (proj / "flake.nix").write_text("{}\n")
+    monkeypatch.setenv("PYREPRO_ROOT", str(proj))
+    fake = FakeIndex({"loguru": [("0.7.2", "2023-09-11", {"loguru"}), ("0.5.3", "2020-09-20", {"loguru"})]})
+    fake.up = False  # while init drafts
+    monkeypatch.setattr(index_mod, "WheelIndex", lambda cache: fake)
+    locks: list[str] = []
+
+    def fake_lock(spec, paths, start="as-declared", **kw):  # type: ignore[no-untyped-def]
+        deps = (spec.dir / "pyproject.toml").read_text()
+        locks.append(deps)
+        fake.up = True
+        (spec.dir / "lock.toml").write_text('schema = 1\ncategory = 2\nstrategy = "date-bounded"\npython = "3.9"\n')
+        (spec.dir / "pdm.lock").write_text("# lock\n")
+        return lock.LockOutcome(spec.name, 2, "date-bounded", (), (), (), (), (), (), 1.0, spec.python, ("x",), 1,
+                                "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
+                          "s" * 20, paths.cache / "launch", "3.9.18", True, True, 0.1)
+
+    def fake_imports(spec, built, **kw):  # type: ignore[no-untyped-def]
+        has = "loguru" in (spec.dir / "pyproject.toml").read_text()
+        return [("numpy", "ok", ""), ("loguru", "ok", "") if has else
+                ("loguru", "error", "ModuleNotFoundError: No module named 'loguru'")]
+
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["numpy", "loguru"])
+    monkeypatch.setattr(run_mod, "check_imports", fake_imports)
+    root = write_files({"sub/run.py": "import numpy\nimport loguru\n", "sub/requirements.txt": "numpy==1.19.5\n",
+                        "sub/metadata.json": json.dumps({"date_submitted": "03-01-2021"})})
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.9", online=True)
+    assert res.ok, res.stages
+    assert len(locks) == 2 and "loguru" not in locks[0] and "loguru" in locks[1]
+    doc = tomllib.loads((proj / "models" / "sub" / "model.toml").read_text())
+    entry = doc["mapping"]["loguru"]
+    assert entry["distribution"] == "loguru" and "loguru-0.5.3-py3-none-any.whl" in entry["reason"]
+    assert "uploaded 2020-09-20" in entry["reason"] and "loguru" in doc["dependencies"]["extra"]
+    lock_row = next(s for s in res.stages if s.name == "lock")
+    assert "after adding loguru (ships loguru)" in lock_row.detail
+    assert any(r.startswith("loguru provided by loguru==0.5.3") for r in res.relaxed)
+
+
+
+def test_reproduce__undeclared_import__provider_found_at_init__one_lock_imports_pass(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path, write_files: Any) -> None:
+    """The same submission with the index answering from the start: init drafts loguru (the wheel
+    of its newest release by the submission's date ships loguru) with that evidence, so the first
+    lock has it: no relock, no rebuild."""
+    import tomllib
+
+    from pyrepro import index as index_mod
+    from pyrepro import lock, reproduce
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+    from pyrepro.paths import Paths
+
+    proj = tmp_path / "proj"
+    (proj / "models").mkdir(parents=True)
+    (proj / "patches").mkdir()
+    (proj / "flake.nix").write_text("{}\n")
+    monkeypatch.setenv("PYREPRO_ROOT", str(proj))
+    fake = FakeIndex({"loguru": [("0.7.2", "2023-09-11", {"loguru"}), ("0.5.3", "2020-09-20", {"loguru"})]})
+    monkeypatch.setattr(index_mod, "WheelIndex", lambda cache: fake)
+    locks: list[str] = []
+
+    def fake_lock(spec, paths, start="as-declared", **kw):  # type: ignore[no-untyped-def]
+        deps = (spec.dir / "pyproject.toml").read_text()
+        locks.append(deps)
+        (spec.dir / "lock.toml").write_text('schema = 1\ncategory = 2\nstrategy = "date-bounded"\npython = "3.9"\n')
+        (spec.dir / "pdm.lock").write_text("# lock\n")
+        return lock.LockOutcome(spec.name, 2, "date-bounded", (), (), (), (), (), (), 1.0, spec.python, ("x",), 1,
+                                "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
+                          "s" * 20, paths.cache / "launch", "3.9.18", True, True, 0.1)
+
+    def fake_imports(spec, built, **kw):  # type: ignore[no-untyped-def]
+        has = "loguru" in (spec.dir / "pyproject.toml").read_text()
+        return [("numpy", "ok", ""), ("loguru", "ok", "") if has else
+                ("loguru", "error", "ModuleNotFoundError: No module named 'loguru'")]
+
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["numpy", "loguru"])
+    monkeypatch.setattr(run_mod, "check_imports", fake_imports)
+    root = write_files({"sub/run.py": "import numpy\nimport loguru\n", "sub/requirements.txt": "numpy==1.19.5\n",
+                        "sub/metadata.json": json.dumps({"date_submitted": "03-01-2021"})})
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.9", online=True)
+    assert res.ok, res.stages
+    assert len(locks) == 1 and "loguru" in locks[0]
+    doc = tomllib.loads((proj / "models" / "sub" / "model.toml").read_text())
+    entry = doc["mapping"]["loguru"]
+    assert entry["distribution"] == "loguru" and "loguru-0.5.3-py3-none-any.whl" in entry["reason"]
+    assert "uploaded 2020-09-20" in entry["reason"]
+    assert "loguru" in doc["dependencies"]["scanned"] and not res.relaxed

@@ -1,0 +1,289 @@
+"""The repair planner (pyrepro.repair): pure decisions after a build or import check failed."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pyrepro import repair
+
+
+def _s(**kw: object) -> repair.Situation:
+    base = dict(python="3.11", python_stated=False, python_reason="no Python stated; the newest CPython",
+                strategy="as-declared", dated=True)
+    base.update(kw)
+    return repair.Situation(**base)  # type: ignore[arg-type]
+
+
+class Oracle:
+    """Answers a planner's look-ups from tables (what a WheelIndex and the interpreter search say)."""
+
+    def __init__(self, wheels: dict[str, dict[str, set[str]]] | None = None, uploads: dict[str, str] | None = None,
+                 pythons: set[str] = frozenset({"3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"}),
+                 provided: dict[str, str] | None = None) -> None:
+        self.provided = provided or {}  # module -> the distribution whose wheel ships it
+        self.wheels = wheels or {}  # dist -> version -> Pythons with a wheel
+        self.uploads = uploads or {}
+        self.pythons = pythons
+        self.asked: list[repair.LookUp] = []
+
+    def answer(self, s: repair.Situation) -> repair.Move:
+        facts = s.facts
+        for _ in range(100):
+            move = repair.next_move(replace(s, facts=facts))
+            if not isinstance(move, repair.LookUp):
+                return move
+            self.asked.append(move)
+            facts = facts.learn(
+                wheel_versions={(p, py): tuple(sorted(v for v, pys in self.wheels.get(p, {}).items() if py in pys))
+                                for p, py in move.wheel_versions},
+                has_wheel={(p, v, py): (py in self.wheels[p][v]) if v in self.wheels.get(p, {}) else None
+                           for p, v, py in move.has_wheel},
+                uploaded={(p, v): self.uploads.get(f"{p}=={v}") for p, v in move.uploads},
+                interpreters={py: "" if py in self.pythons else f"no Python {py} interpreter found"
+                              for py in move.interpreters},
+                providers={m: (self.provided[m], "1.0", "ships it") if m in self.provided else None
+                           for m in move.providers})
+        raise AssertionError("the planner kept asking")
+
+
+def test_sdist__nearest_release_with_a_wheel__pin_wheels() -> None:
+    o = Oracle({"scikit-learn": {"0.24.1": set(), "0.24.2": {"3.9"}, "1.1.3": {"3.11"}, "1.7.0": {"3.11"}}})
+    move = o.answer(_s(sdists=(("scikit-learn", "0.24.1"),)))
+    assert isinstance(move, repair.PinWheels)
+    (step,) = move.steps
+    assert (step.rule, step.before, step.after) == ("sdist-to-wheel", "scikit-learn==0.24.1", "scikit-learn==1.1.3")
+    assert "nearest release with a wheel for CPython 3.11" in step.reason
+
+
+def test_sdist__no_release_has_a_wheel__python_of_the_newest_older_wheel() -> None:
+    o = Oracle({"dawg": {"0.8.0": {"3.8"}}})
+    move = o.answer(_s(sdists=(("dawg", "0.8.0"),)))
+    assert isinstance(move, repair.MovePython) and move.python == "3.8" and move.rule == "sdist-to-older-python"
+    assert "3.8 is the newest older CPython with a wheel of dawg 0.8.0" in move.reason
+    assert "before: 3.11" in move.reason and not move.restore
+
+
+def test_sdist__no_wheel_anywhere__python_of_the_upload_day() -> None:
+    o = Oracle({"dawg": {"0.8.0": set()}}, uploads={"dawg==0.8.0": "2020-02-19"})
+    move = o.answer(_s(sdists=(("dawg", "0.8.0"),)))
+    assert isinstance(move, repair.MovePython) and move.python == "3.8"
+    assert "(2020-02-19)" in move.reason
+    assert any(lk.uploads == (("dawg", "0.8.0"),) for lk in o.asked)
+
+
+def test_sdist__that_python_missing__gives_up_naming_it() -> None:
+    o = Oracle({"dawg": {"0.8.0": set()}}, uploads={"dawg==0.8.0": "2020-02-19"}, pythons={"3.11"})
+    move = o.answer(_s(sdists=(("dawg", "0.8.0"),)))
+    assert isinstance(move, repair.GiveUp)
+    assert "no Python 3.8 interpreter found" in move.reason and "did not build" in move.reason
+
+
+def test_sdist__offline__gives_up_saying_the_index_was_not_asked() -> None:
+    o = Oracle()
+    move = o.answer(_s(sdists=(("mpi4py", "3.1.4"),), online=False))
+    assert isinstance(move, repair.GiveUp) and "offline: the index was not asked" in move.reason
+    assert o.asked == []
+
+
+def test_sdist__moved_before_and_back__python_with_a_wheel_of_that_release() -> None:
+    # nequip_mlearn: scikit-learn 1.0.1 has no cp311 wheel; 1.0.2 does, but the relock undid the move
+    o = Oracle({"scikit-learn": {"1.0.1": {"3.9"}, "1.0.2": {"3.11", "3.9"}}})
+    moved = (repair.Moved("wheels", "build", pins=(("scikit-learn", "1.0.2"),)),)
+    move = o.answer(_s(sdists=(("scikit-learn", "1.0.1"),), moves=moved))
+    assert isinstance(move, repair.MovePython) and move.python == "3.9"
+    assert "undone by the relock" in move.reason
+
+
+def test_sdist__build_moves_are_bounded() -> None:
+    moved = tuple(repair.Moved("wheels", "build", pins=((f"p{i}", "1"),)) for i in range(repair.MAX_BUILD_MOVES))
+    move = Oracle({"x": {"2": {"3.11"}}}).answer(_s(sdists=(("x", "1"),), moves=moved))
+    assert isinstance(move, repair.GiveUp) and f"at most {repair.MAX_BUILD_MOVES}" in move.reason
+    # moves before an import-triggered relock belong to an earlier build: they do not count
+    later = (*moved, repair.Moved("era", "imports"))
+    assert isinstance(Oracle({"x": {"2": {"3.11"}}}).answer(_s(sdists=(("x", "1"),), moves=later)), repair.PinWheels)
+
+
+_INSIDE = ("pandas", "failed", "ValueError: numpy.dtype size changed, may indicate binary incompatibility")
+_MISSING = ("compute_metrics", "failed", "ModuleNotFoundError: No module named 'compute_metrics'")
+
+
+def test_imports_inside__as_declared_and_dated__relock_by_date_first() -> None:
+    move = Oracle().answer(_s(imports=(("numpy", "ok", ""), _INSIDE)))
+    assert isinstance(move, repair.RelockByDate) and "pandas fails to import inside installed code" in move.reason
+    # not without a date, nor when the lock was already date-bounded
+    assert not isinstance(Oracle().answer(_s(imports=(_INSIDE,), dated=False)), repair.RelockByDate)
+    assert not isinstance(Oracle().answer(_s(imports=(_INSIDE,), strategy="date-bounded")), repair.RelockByDate)
+
+
+def test_imports_inside__after_the_date_relock__next_older_python_once_then_give_up() -> None:
+    after_era = (repair.Moved("era", "imports", ok=False),)
+    move = Oracle().answer(_s(imports=(_INSIDE,), moves=after_era))
+    assert isinstance(move, repair.MovePython) and move.python == "3.10" and move.restore
+    assert move.rule == "imports-to-older-python" and move.summary == "pandas failed to import on 3.11"
+    tried = (*after_era, repair.Moved("python", "imports", ok=False, python="3.10"))
+    final = Oracle().answer(_s(imports=(_INSIDE,), moves=tried))
+    assert isinstance(final, repair.GiveUp) and "1 of 1 modules fail to import: pandas" in final.reason
+    assert "[[dependencies.pins]]" in final.hint
+
+
+def test_imports_inside__stated_python__never_moved() -> None:
+    move = Oracle().answer(_s(imports=(_INSIDE,), python_stated=True, strategy="date-bounded"))
+    assert isinstance(move, repair.GiveUp)
+
+
+def test_imports_inside__missing_system_library__no_python_move() -> None:
+    row = ("dgl", "failed", "OSError: libcudart.so.11.0: cannot open shared object file")
+    assert isinstance(Oracle().answer(_s(imports=(row,), strategy="relaxed")), repair.GiveUp)
+
+
+def test_imports_not_provided__no_relock__hint_names_extra_sources_or_the_known_reason() -> None:
+    move = Oracle().answer(_s(imports=(_MISSING,)))
+    assert isinstance(move, repair.GiveUp) and "[[extra_sources]]" in move.hint
+    noted = Oracle().answer(_s(imports=(_MISSING,), notes="unresolved import compute_metrics: the submission's own script"))
+    assert isinstance(noted, repair.GiveUp) and noted.hint == "compute_metrics is the submission's own script"
+
+
+def test_not_provided__only_the_module_itself_missing() -> None:
+    assert repair.not_provided(_MISSING)
+    assert not repair.not_provided(("torch_geometric", "failed", "No module named 'torch_scatter'"))
+    assert not repair.not_provided(_INSIDE)
+
+
+# --------------------------------------------------------------------------- properties
+
+_dists = st.sampled_from(["a", "b", "c"])
+_versions = st.sampled_from(["1.0", "1.1", "2.0"])
+_pythons = st.sampled_from(["3.6", "3.8", "3.9", "3.10", "3.11", "3.13"])
+
+
+@st.composite
+def _worlds(draw: st.DrawFn) -> tuple[repair.Situation, Oracle]:
+    wheels = {d: {v: set(draw(st.lists(_pythons, max_size=4))) for v in ("1.0", "1.1", "2.0")} for d in ("a", "b", "c")}
+    uploads = {f"{d}=={v}": draw(st.sampled_from(["2017-01-01", "2020-02-19", "2024-12-01", ""]))
+               for d in "abc" for v in ("1.0", "1.1", "2.0")}
+    o = Oracle(wheels, {k: v for k, v in uploads.items() if v}, set(draw(st.lists(_pythons, max_size=6))),
+               {"compute_metrics": "compute-metrics"} if draw(st.booleans()) else {})
+    sdists = tuple(dict(draw(st.lists(st.tuples(_dists, _versions), max_size=3))).items())
+    rows = tuple(draw(st.lists(st.sampled_from([_INSIDE, _MISSING, ("numpy", "ok", "")]), max_size=3)))
+    s = _s(python=draw(_pythons), python_stated=draw(st.booleans()), strategy=draw(st.sampled_from(
+        ["as-declared", "date-bounded", "relaxed"])), dated=draw(st.booleans()), online=draw(st.booleans()),
+        sdists=sdists, imports=rows)
+    return s, o
+
+
+@settings(max_examples=200, deadline=None)
+@given(_worlds())
+def test_planner__performing_its_moves__always_ends_and_never_repeats_a_move(world: tuple[repair.Situation, Oracle]
+                                                                            ) -> None:
+    """Whatever the index says, a reproduction that performs each move (every relock failing, the
+    same sdists failing again) reaches GiveUp within a few moves and never makes the same move
+    twice; a Python move goes only to an existing interpreter, older than the one it leaves."""
+    s, o = world
+    seen = []
+    for _ in range(12):
+        move = o.answer(s)
+        if isinstance(move, repair.GiveUp):
+            break
+        assert move not in seen
+        seen.append(move)
+        trigger = "build" if s.sdists else "imports"
+        if isinstance(move, repair.PinWheels):
+            m = repair.Moved("wheels", trigger, pins=tuple((st.package, st.after.split("==")[1]) for st in move.steps))
+        elif isinstance(move, repair.MovePython):
+            assert move.python in o.pythons and move.python != s.python
+            assert tuple(map(int, move.python.split("."))) < tuple(map(int, s.python.split(".")))
+            m = repair.Moved("python", trigger, ok=False, python=move.python)
+            if trigger == "build":
+                s = replace(s, python=move.python)
+        elif isinstance(move, repair.AddProviders):
+            m = repair.Moved("provider", trigger, modules=tuple(p[0] for p in move.providers))
+        else:
+            assert isinstance(move, repair.RelockByDate)
+            m = repair.Moved("era", trigger, ok=False)
+        s = replace(s, moves=(*s.moves, m))
+    else:
+        raise AssertionError(f"no GiveUp after {len(seen)} moves: {seen}")
+    if not s.sdists and all(r[1] == "ok" for r in s.imports):
+        assert isinstance(move, repair.GiveUp) and not seen  # nothing failed: nothing to repair
+
+
+# --------------------------------------------------------------------------- providers
+
+_LOGURU = ("loguru", "error", "ModuleNotFoundError: No module named 'loguru'")
+
+
+def test_imports_not_provided__online__look_up_then_add_the_provider_once() -> None:
+    s = _s(imports=(_LOGURU, ("numpy", "ok", "")))
+    move = repair.next_move(s)
+    assert isinstance(move, repair.LookUp) and move.providers == ("loguru",)
+    found = replace(s, facts=repair.Facts(providers={"loguru": ("loguru", "0.5.3", "its wheel ships loguru")}))
+    add = repair.next_move(found)
+    assert isinstance(add, repair.AddProviders) and add.providers == (("loguru", "loguru", "0.5.3",
+                                                                        "its wheel ships loguru"),)
+    # given once: still failing afterwards, the planner gives up instead of adding it again
+    after = replace(found, moves=(repair.Moved("provider", "imports", modules=("loguru",)),))
+    final = repair.next_move(after)
+    assert isinstance(final, repair.GiveUp) and "[[extra_sources]]" in final.hint
+
+
+def test_imports_not_provided__no_candidate_ships_it__gives_up_saying_so() -> None:
+    s = _s(imports=(_LOGURU,), facts=repair.Facts(providers={"loguru": None}))
+    move = repair.next_move(s)
+    assert isinstance(move, repair.GiveUp) and "no candidate distribution's wheel" in move.hint
+
+
+def test_imports_not_provided__name_table_says_not_on_pypi__never_looked_up() -> None:
+    row = ("ocpmodels", "error", "ModuleNotFoundError: No module named 'ocpmodels'")
+    move = repair.next_move(_s(imports=(row,), absent={"ocpmodels": "not on PyPI: git project"}))
+    assert isinstance(move, repair.GiveUp) and move.hint == "ocpmodels: not on PyPI: git project"
+
+
+def test_imports_not_provided__offline__no_look_up() -> None:
+    assert isinstance(repair.next_move(_s(imports=(_LOGURU,), online=False)), repair.GiveUp)
+
+
+# ------------------------------------------------------------------ lock: pin not found for the Python
+def test_lock__pin_not_found_for_the_python__newest_older_with_a_wheel() -> None:
+    o = Oracle({"torch": {"1.11.0": {"3.7", "3.8", "3.9", "3.10"}}})
+    move = o.answer(_s(unlocked=(("torch", "1.11.0"),)))
+    assert isinstance(move, repair.MovePython) and move.python == "3.10" and move.restore
+    assert move.rule == "not-found-to-older-python"
+    assert "no release of torch==1.11.0 for CPython 3.11; 3.10 is the newest older CPython with a wheel" in move.reason
+    assert "before: 3.11" in move.reason
+
+
+def test_lock__several_pins__the_python_every_one_has() -> None:
+    o = Oracle({"torch": {"1.11.0": {"3.8", "3.9", "3.10"}}, "tensorflow": {"2.4.0": {"3.6", "3.7", "3.8"}}})
+    move = o.answer(_s(unlocked=(("torch", "1.11.0"), ("tensorflow", "2.4.0"))))
+    assert isinstance(move, repair.MovePython) and move.python == "3.8"
+
+
+def test_lock__sdist_only_pin__python_of_its_upload_day() -> None:
+    o = Oracle(uploads={"oldpkg==0.3": "2019-03-01"})
+    move = o.answer(_s(unlocked=(("oldpkg", "0.3"),)))
+    assert isinstance(move, repair.MovePython) and move.python == "3.7"
+    assert "newest CPython when the index received oldpkg 0.3 (2019-03-01)" in move.reason
+
+
+def test_lock__stated_python__not_moved_said_why() -> None:
+    move = Oracle({"torch": {"1.11.0": {"3.10"}}}).answer(
+        _s(unlocked=(("torch", "1.11.0"),), python_stated=True, python_reason="environment.yml:3: python=3.11"))
+    assert isinstance(move, repair.GiveUp)
+    assert "the Python the submission states (environment.yml:3: python=3.11)" in move.reason
+
+
+def test_lock__moves_limited_tried_pythons_skipped_offline_and_missing_said() -> None:
+    o = Oracle({"torch": {"1.11.0": {"3.9", "3.10"}}})
+    once = (repair.Moved("python", "lock", ok=False, python="3.10"),)
+    move = o.answer(_s(unlocked=(("torch", "1.11.0"),), moves=once))
+    assert isinstance(move, repair.MovePython) and move.python == "3.9"  # 3.10 was tried and did not lock
+    twice = once + (repair.Moved("python", "lock", ok=False, python="3.9"),)
+    assert isinstance(o.answer(_s(unlocked=(("torch", "1.11.0"),), moves=twice)), repair.GiveUp)
+    off = o.answer(_s(unlocked=(("torch", "1.11.0"),), online=False))
+    assert isinstance(off, repair.GiveUp) and "offline" in off.reason
+    missing = Oracle({"torch": {"1.11.0": {"3.10"}}}, pythons={"3.11"}).answer(_s(unlocked=(("torch", "1.11.0"),)))
+    assert isinstance(missing, repair.GiveUp) and "no Python 3.10 interpreter found" in missing.reason
+    assert "pyenv install 3.10" in missing.hint

@@ -334,11 +334,82 @@ def git_date(folder: Path, *, runner: Any = None) -> tuple[dt.date | None, str]:
         return None, ""
 
 
+# A notebook's record of when it ran: Jupyter's per-cell execution times (``metadata.execution``,
+# ``iopub.execute_input``...), papermill's start and end, and the timestamps that logging and
+# TensorFlow print on stdout/stderr ("2021-03-01 12:34:56,789 - INFO"). Only a date with a time of
+# day counts, and not exactly midnight: printed data (a pandas datetime column) is mostly dates or
+# midnights, a log line almost never.
+_RUN_STAMP = re.compile(r"(?<![\d-])((?:19|20)\d\d)-([01]\d)-([0-3]\d)[ T]([0-2]\d):([0-5]\d):([0-5]\d)")
+NOTEBOOK_OLDEST = dt.date(2011, 12, 1)  # IPython 0.12, the first notebook format
+
+
+def _stamp_days(text: str, today: dt.date) -> Iterable[dt.date]:
+    for m in _RUN_STAMP.finditer(text):
+        if m.group(4, 5, 6) == ("00", "00", "00"):
+            continue
+        try:
+            day = dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        except ValueError:
+            continue
+        if NOTEBOOK_OLDEST <= day <= today:
+            yield day
+
+
+def notebook_date(folder: Path, *, today: dt.date | None = None) -> tuple[dt.date | None, str]:
+    """The day the folder's notebooks last ran, from what they recorded (``_RUN_STAMP``): the
+    newest such day over every notebook (outside hidden folders such as ``.ipynb_checkpoints``),
+    with the notebook it came from. An unreadable notebook is no evidence."""
+    today = today or dt.date.today()
+    root = Path(folder)
+    files = [root] if root.is_file() else sorted(
+        p for p in root.rglob("*.ipynb")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    best: tuple[dt.date, str, str] | None = None
+    for p in files:
+        try:
+            nb = json.loads(p.read_text(encoding="utf-8", errors="replace"))
+        except (OSError, ValueError, RecursionError):
+            continue
+        if not isinstance(nb, dict):
+            continue
+        found: list[tuple[dt.date, str]] = []
+        meta = nb.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("papermill"), dict):
+            for key in ("end_time", "start_time"):
+                found += [(d, f"papermill {key}") for d in _stamp_days(str(meta["papermill"].get(key, "")), today)]
+        cells = nb.get("cells")
+        if not isinstance(cells, list):  # nbformat 3 keeps its cells in worksheets
+            sheets = nb.get("worksheets")
+            cells = [c for w in sheets if isinstance(w, dict) and isinstance(w.get("cells"), list)
+                     for c in w["cells"]] if isinstance(sheets, list) else []
+        for cell in cells:
+            if not isinstance(cell, dict):
+                continue
+            cmeta = cell.get("metadata")
+            if isinstance(cmeta, dict) and isinstance(cmeta.get("execution"), dict):
+                found += [(d, "a cell's execution time") for d in _stamp_days(json.dumps(cmeta["execution"]), today)]
+            outputs = cell.get("outputs")
+            for out in outputs if isinstance(outputs, list) else []:
+                if isinstance(out, dict) and out.get("output_type") == "stream":
+                    text = out.get("text", "")
+                    text = "".join(text) if isinstance(text, list) else str(text)
+                    found += [(d, "a timestamp its output printed") for d in _stamp_days(text, today)]
+        if found:
+            day, how = max(found)
+            if best is None or day > best[0]:
+                best = (day, _rel(p, root) if p != root else p.name, how)
+    if best is None:
+        return None, ""
+    return best[0], f"the day its notebook last ran ({best[1]}: {best[2]}, {best[0]})"
+
+
 def submission_date(folder: Path, *, pins: Sequence[tuple[str, str]] = (),
                     uploaded: Callable[[str, str], str | None] | None = None, runner: Any = None) -> DateChoice:
     """When the submission was made, strongest evidence first: the date its metadata states; the
-    last git commit of its folder; the newest upload day among its exact pins (it cannot be older
-    than the newest release it pins; ``uploaded``: the index's PEP 700 upload day, None offline).
+    last git commit of its folder; the day its notebooks last ran (``notebook_date``); the newest
+    upload day among its exact pins (it cannot be older than the newest release it pins;
+    ``uploaded``: the index's PEP 700 upload day, None offline). A notebook's day older than that
+    upload gives way to it (the pins were written later than the notebook ran).
     ``DateChoice(None, "")`` when nothing says."""
     day, why = stated_date(folder)
     if day is not None:
@@ -346,6 +417,18 @@ def submission_date(folder: Path, *, pins: Sequence[tuple[str, str]] = (),
     day, why = git_date(folder, runner=runner)
     if day is not None:
         return DateChoice(day, why)
+    ran, ran_why = notebook_date(folder)
+    pinned = _newest_pin_upload(pins, uploaded)
+    if ran is not None:
+        if pinned is not None and pinned.day is not None and pinned.day > ran:
+            return DateChoice(pinned.day, f"{pinned.reason}; later than {ran_why}")
+        return DateChoice(ran, f"no date stated; {ran_why}")
+    return pinned or DateChoice(None, "")
+
+
+def _newest_pin_upload(pins: Sequence[tuple[str, str]],
+                       uploaded: Callable[[str, str], str | None] | None) -> DateChoice | None:
+    """The newest upload day among the exact ``pins`` (None offline or when none is known)."""
     if uploaded is not None and pins:
         days = []
         for name, version in pins:
@@ -360,7 +443,7 @@ def submission_date(folder: Path, *, pins: Sequence[tuple[str, str]] = (),
             newest = max(days)
             return DateChoice(newest[0], f"no date stated; the newest upload among its {len(pins)} exact pins: "
                                          f"{newest[1]} {newest[2]} ({newest[0]})")
-    return DateChoice(None, "")
+    return None
 
 
 # ------------------------------------------------------------------------------------- benchmarks

@@ -73,7 +73,10 @@ def test_build_env__sdist_fails_isolated__retried_without_isolation(tmp_path: Pa
 
     env_dir, _key, _version, _hit = local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
     assert (env_dir / local.COMPLETE).is_file()
-    assert ["--no-build-isolation" in c for c in pip_calls] == [False, False, True]
+    assert ["--no-build-isolation" in c for c in pip_calls] == [False, False, False, True]
+    # no date bound: the venv gets today's setuptools and wheel before the build without isolation
+    # (a 3.12+ venv has no setuptools, none has wheel: "invalid command 'bdist_wheel'")
+    assert pip_calls[2][-2:] == ["setuptools", "wheel"] and "--require-hashes" not in pip_calls[2]
 
 
 def _built(lock_toml: Path) -> dict | None:  # type: ignore[type-arg]

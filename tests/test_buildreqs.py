@@ -66,6 +66,7 @@ def _index(tmp: Path | None) -> tuple[Index, list[str]]:
         "setuptools": _listing("setuptools", {"44.0.0": "2019-12-29", "50.3.2": "2020-10-20", "69.0.0": "2023-11-20",
                                               "80.0.0rc1": "2020-01-02"}),
         "cython": _listing("cython", {"0.29.21": "2020-07-09", "3.0.0": "2023-07-17"}),
+        "wheel": _listing("wheel", {"0.36.2": "2020-12-13", "0.37.0": "2021-08-09"}),
     }
     sdist = _targz({"tinycalc-0.3.0/pyproject.toml":
                     '[build-system]\nrequires = ["setuptools>=40", "cython<3", "winonly; sys_platform == \'win32\'"]\n'})
@@ -141,13 +142,18 @@ def test_build_env__dated_model__isolated_sdist_build_gets_the_era_constraints(t
 
     idx, _ = _index(paths.cache)
     env_dir, _k, _v, _hit = local.build_env(spec, paths, runner=runner, platform="linux-x86_64", index=idx)
-    (_w, w_cons, _), (iso, _i, i_text), (noiso, n_cons, _) = calls
+    (_w, w_cons, _), (iso, _i, i_text), (tools, _t, _), (noiso, n_cons, _) = calls
     assert "--no-build-isolation" not in iso and "--no-build-isolation" in noiso
+    # the build without isolation happens in the venv: the same era's tools go there first, and
+    # wheel (not declared) too, bounded the same way
+    assert tools[3:] == ["install", "--progress-bar=off", "cython==0.29.21", "setuptools==50.3.2", "wheel==0.36.2"]
     assert w_cons == "/dev/null" and n_cons == "/dev/null"  # the lock decides everything else
     assert i_text == "cython==0.29.21\nsetuptools==50.3.2\n"
     info = json.loads((env_dir / local.COMPLETE).read_text())
     assert info["build_requirements"]["bound"] == "2021-01-15"
     assert info["build_requirements"]["constraints"] == ["cython==0.29.21", "setuptools==50.3.2"]
+    assert info["no_isolation_build_tools"] == {"tools": ["cython==0.29.21", "setuptools==50.3.2", "wheel==0.36.2"],
+                                                "ok": True}
 
 
 @pytest.mark.integration

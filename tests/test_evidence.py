@@ -273,3 +273,93 @@ def test_submission_date__stated_then_git_then_newest_pin_upload(tmp_path: Path)
     assert got.day == dt.date(2023, 2, 16) and got.reason == "metadata.json date_submitted: 02-16-2023"
     (sub / "metadata.json").write_text('{"date_submitted": "13-45-2023"}')  # no such day: not evidence
     assert evidence.submission_date(sub).day == dt.date(2022, 3, 4)
+
+
+# ------------------------------------------------------------------------- notebook run time
+
+def _nb(cells: list[dict[str, Any]], **meta: Any) -> str:
+    return json.dumps({"nbformat": 4, "nbformat_minor": 4, "metadata": meta, "cells": cells})
+
+
+def _code(*outputs: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    return {"cell_type": "code", "source": "import numpy\n", "metadata": meta, "outputs": list(outputs),
+            "execution_count": 1}
+
+
+def test_init__notebook_log_timestamp__is_the_date_and_bounds_python(write_files: Write, tmp_path: Path) -> None:
+    tf_log = {"output_type": "stream", "name": "stderr",
+              "text": ["2021-03-01 14:02:11.532961: I tensorflow/core/platform/cpu_feature_guard.cc:142] ...\n"]}
+    printed_data = {"output_type": "stream", "name": "stdout",  # a datetime column: midnight, not a run
+                    "text": "0   2024-06-30 00:00:00\n"}
+    result = {"output_type": "execute_result", "execution_count": 1, "metadata": {},  # not a stream
+              "data": {"text/plain": "'2025-01-02 10:11:12'"}}
+    root = write_files({
+        "sub/train.ipynb": _nb([_code(tf_log), _code(printed_data, result)]),
+        "sub/.ipynb_checkpoints/train-checkpoint.ipynb": _nb([_code({"output_type": "stream", "name": "stdout",
+                                                                     "text": "2024-05-05 10:00:01 INFO\n"})]),
+    })
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    assert doc["submitted"] == "2021-03-01"
+    assert "train.ipynb" in doc["submitted_reason"] and "timestamp its output printed" in doc["submitted_reason"]
+    assert doc["python"] == "3.8"  # 3.9 (October 2020) was under 180 days old then
+    assert "2021-03-01" in doc["python_reason"]
+
+
+def test_notebook_date__execution_metadata_papermill_nbformat3_and_bad_files(tmp_path: Path) -> None:
+    import datetime as dt
+
+    d = tmp_path / "f"
+    d.mkdir()
+    (d / "a.ipynb").write_text(_nb([_code(execution={"iopub.execute_input": "2020-05-06T07:08:09.123Z",
+                                                      "shell.execute_reply": "2020-05-06T07:08:10.001Z"})]))
+    assert evidence.notebook_date(d) == (dt.date(2020, 5, 6),
+                                         "the day its notebook last ran (a.ipynb: a cell's execution time, 2020-05-06)")
+    (d / "b.ipynb").write_text(_nb([], papermill={"start_time": "2022-02-03T04:05:06", "end_time": None}))
+    assert evidence.notebook_date(d)[0] == dt.date(2022, 2, 3)  # the newest notebook wins
+    v3 = {"nbformat": 3, "metadata": {}, "worksheets": [{"cells": [
+        {"cell_type": "code", "outputs": [{"output_type": "stream", "text": ["2023-01-02 03:04:05 start\n"]}]}]}]}
+    (d / "c.ipynb").write_text(json.dumps(v3))
+    assert evidence.notebook_date(d)[0] == dt.date(2023, 1, 2)
+    (d / "d.ipynb").write_text("{ not json")  # no evidence, no crash
+    (d / "e.ipynb").write_text(json.dumps([1, 2]))
+    assert evidence.notebook_date(d)[0] == dt.date(2023, 1, 2)
+    # a day after today or before notebooks existed, and an impossible day, are not evidence
+    (d / "f.ipynb").write_text(_nb([_code({"output_type": "stream", "text": "2099-01-01 10:00:00 x\n"
+                                                                              "2009-01-01 10:00:00 y\n"
+                                                                              "2023-02-30 10:00:00 z\n"})]))
+    assert evidence.notebook_date(d, today=dt.date(2026, 1, 1))[0] == dt.date(2023, 1, 2)
+    assert evidence.notebook_date(tmp_path / "empty") == (None, "")
+
+
+def test_submission_date__notebook_older_than_a_pin__the_pin_upload_wins(tmp_path: Path) -> None:
+    import datetime as dt
+
+    d = tmp_path / "f"
+    d.mkdir()
+    (d / "a.ipynb").write_text(_nb([_code({"output_type": "stream", "text": "2020-01-02 03:04:05 INFO\n"})]))
+    up = {("numpy", "1.21.0"): "2021-06-22T12:00:00Z"}
+    got = evidence.submission_date(d, pins=[("numpy", "1.21.0")], uploaded=lambda n, v: up.get((n, v)))
+    assert got.day == dt.date(2021, 6, 22) and "numpy 1.21.0" in got.reason and "notebook last ran" in got.reason
+    got = evidence.submission_date(d, pins=[("numpy", "1.21.0")], uploaded=None)
+    assert got.day == dt.date(2020, 1, 2) and got.reason.startswith("no date stated; the day its notebook last ran")
+
+
+def test_notebook_date__any_json__never_raises(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=40),
+                               lambda kids: st.lists(kids, max_size=4) | st.dictionaries(
+                                   st.sampled_from(["cells", "outputs", "output_type", "text", "metadata",
+                                                    "execution", "papermill", "worksheets", "start_time"]),
+                                   kids, max_size=4), max_leaves=20)
+    d = tmp_path_factory.mktemp("nb")
+
+    @settings(max_examples=200, deadline=None)
+    @given(json_values)
+    def check(value: Any) -> None:
+        (d / "x.ipynb").write_text(json.dumps(value))
+        day, why = evidence.notebook_date(d)
+        assert (day is None) == (why == "")
+
+    check()

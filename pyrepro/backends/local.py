@@ -279,6 +279,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
         # installed package it never declared (torch-scatter imports torch) still builds.
         wheels = [p for p in pkgs if not p.sdist_only]
         sdists = [p for p in pkgs if p.sdist_only]
+        no_isolation: dict[str, Any] | None = None
         bounded = _bounded_build_requirements(spec, sdists, paths, index)
         iso_env = env
         if bounded is not None and bounded.constraints:
@@ -298,6 +299,13 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
             failures = []
             outputs = []  # each attempt's whole output: which sdist failed is read from it, not the tail
             for flags in tries:
+                if flags:  # without isolation the venv builds: give it the build tools of the era first
+                    tools = no_isolation_tools(bounded, pkgs, spec, paths, index)
+                    done = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--progress-bar=off",
+                                   *tools], env=env, check=False, timeout=1800,
+                                  on_line=output_detail(progress, label, pip_detail))
+                    progress.advance(label, 0, "build tools for the build without isolation: " + " ".join(tools))
+                    no_isolation = {"tools": tools, "ok": done.returncode == 0}
                 res = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps",
                               "--progress-bar=off", *flags, "-r", str(req)],
                              env=iso_env if group is sdists and not flags else env, check=False, timeout=7200,
@@ -326,6 +334,8 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
         _fix_shebangs(tmp, final)
         info: dict[str, Any] = {"name": spec.name, "key": key, "python": version, "packages": len(pkgs),
                                 "built_at": time.time(), **({"pip": pip[0]} if pip is not None else {})}
+        if no_isolation is not None:
+            info["no_isolation_build_tools"] = no_isolation
         if bounded is not None:
             info["build_requirements"] = {"bound": str(build_bound(spec)), "constraints": list(bounded.constraints),
                                           "notes": list(bounded.notes)}
@@ -470,6 +480,38 @@ def _named_failures(group: list[Locked], pip_output: str) -> tuple[tuple[str, st
         elif current and "finished with status 'error'" in line and not re.search(r" for [A-Za-z0-9]", line):
             named.add(current)
     return tuple((p.name, p.version) for p in group if canonicalize_name(p.name) in named)
+
+
+# What a build without isolation needs in the venv itself: a venv of 3.12 or newer has no
+# setuptools, and none has wheel ("invalid command 'bdist_wheel'" from a 2021 setup.py).
+NO_ISOLATION_BASE = ("setuptools", "wheel")
+
+
+def no_isolation_tools(bounded: Any, pkgs: list[Locked], spec: ModelSpec, paths: Paths, index: Any) -> list[str]:
+    """What is pip-installed into the venv before the sdists are built without isolation: the
+    sdists' declared build requirements pinned to their era (``bounded``: Cython, numpy, ...),
+    plus setuptools and wheel, each the newest release before the date bound; never a package the
+    lock has (the locked numpy stays). Unbounded names where no date or no release is known."""
+    from packaging.utils import canonicalize_name
+
+    locked = {canonicalize_name(p.name) for p in pkgs}
+    out: dict[str, str] = {}
+    for line in (bounded.constraints if bounded is not None else ()):
+        name = canonicalize_name(line.split("==", 1)[0])
+        if name not in locked:
+            out[name] = line
+    bound = build_bound(spec)
+    for name in NO_ISOLATION_BASE:
+        if name in out or name in locked:
+            continue
+        version = None
+        if bound is not None:
+            from pyrepro import buildreqs
+            from pyrepro.index import Index
+
+            version = buildreqs.newest_before(index or Index(paths.cache), name, "", bound, spec.python)
+        out[name] = f"{name}=={version}" if version else name
+    return [out[k] for k in sorted(out)]
 
 
 def _bounded_build_requirements(spec: ModelSpec, sdists: list[Locked], paths: Paths, index: Any) -> Any:

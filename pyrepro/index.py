@@ -306,11 +306,13 @@ class WheelIndex(Index):
         return sorted(out)
 
     def top_levels(self, name: str, version: str | None = None) -> tuple[frozenset[str], str] | None:
-        """(top-level module names, wheel file name) of ``name`` at ``version`` (None: newest), or
-        None when the index has no wheel for it or cannot be reached."""
+        """(top-level module names, wheel or sdist file name) of ``name`` at ``version`` (None:
+        newest): the wheel's file list; for a release without a wheel, its sdist's member list
+        (``sdist_top_levels``; the whole sdist is read, up to ``MAX_SDIST_LIST`` bytes). None when
+        the index has neither or cannot be reached."""
         w = self._wheel_for(name, version)
         if w is None:
-            return None
+            return self._sdist_top_levels(name, version) if version is not None else None
         fname = str(w["filename"])
         path = self.cache / "index" / "top-level" / f"{fname}.json" if self.cache else None
         cached = _cache_read(path)
@@ -330,3 +332,66 @@ class WheelIndex(Index):
         if path is not None:
             _cache_write(path, sorted(tops))
         return tops, fname
+
+    def _sdist_top_levels(self, name: str, version: str) -> tuple[frozenset[str], str] | None:
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            want = Version(version)
+        except InvalidVersion:
+            return None
+        sdists = [f for f in (self._project(name) or {}).get("files", [])
+                  if isinstance(f, dict) and not f.get("yanked")
+                  and str(f.get("filename", "")).endswith((".tar.gz", ".zip", ".tar.bz2", ".tgz"))
+                  and _version_of(str(f["filename"])) is not None
+                  and _same_version(_version_of(str(f["filename"])), want)]
+        if not sdists:
+            return None
+        f = min(sdists, key=lambda x: int(x.get("size") or 1 << 62))
+        fname = str(f["filename"])
+        path = self.cache / "index" / "top-level" / f"{fname}.json" if self.cache else None
+        cached = _cache_read(path)
+        if cached is not None:
+            return frozenset(cached), fname
+        if int(f.get("size") or 0) > MAX_SDIST_LIST:
+            return None
+        body = self.fetch(str(f.get("url", "")))
+        if not body:
+            return None
+        names = _archive_names(body, fname)
+        if names is None:
+            return None
+        from pyrepro.toplevel import sdist_top_levels
+
+        tops = sdist_top_levels(names)
+        if path is not None:
+            _cache_write(path, sorted(tops))
+        return tops, fname
+
+
+MAX_SDIST_LIST = 16 * 1024 * 1024  # an sdist read whole for its member list at most
+
+
+def _same_version(a: str | None, want: object) -> bool:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return a is not None and Version(a) == want
+    except InvalidVersion:
+        return False
+
+
+def _archive_names(body: bytes, filename: str) -> list[str] | None:
+    """Member paths of an sdist archive (tar or zip), None when it cannot be read."""
+    import io
+    import tarfile
+    import zipfile
+
+    try:
+        if filename.endswith(".zip"):
+            with zipfile.ZipFile(io.BytesIO(body)) as z:
+                return z.namelist()
+        with tarfile.open(fileobj=io.BytesIO(body), mode="r:*") as t:
+            return [m.name for m in t.getmembers()]
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError, ValueError):
+        return None

@@ -54,22 +54,44 @@ def candidates(module: str) -> tuple[str, ...]:
 
 
 def find_provider(module: str, index: Any, before: dt.date | None) -> Provider | None:
-    """The first candidate whose wheel, released by ``before`` (None: any day), ships ``module``'s
-    top-level name; None when no candidate's does (or the index cannot be asked)."""
+    """The first candidate whose wheel (for a release without one, its sdist), released by
+    ``before`` (None: any day), ships ``module``'s top-level name. When no release by that day
+    does, the earliest release after it that does (a package first published after the code was
+    written, as the repository's own package often is), said so in the reason. None when no
+    candidate's release ships it (or the index cannot be asked)."""
     top = module.split(".")[0]
+    found = _first_shipping(top, module, index, before, after=False)
+    if found is None and before is not None:
+        found = _first_shipping(top, module, index, before, after=True)
+    return found
+
+
+def _first_shipping(top: str, module: str, index: Any, before: dt.date | None, *, after: bool) -> Provider | None:
     for name in candidates(module):
-        for version, day in index.releases_by(name, before)[:MAX_RELEASES]:
+        if after:
+            assert before is not None
+            releases = sorted((r for r in index.releases_by(name, None) if r[1] > before.isoformat()),
+                              key=lambda r: r[1])
+        else:
+            releases = index.releases_by(name, before)
+        for version, day in releases[:MAX_RELEASES]:
             got = index.top_levels(name, version)
             if got is None:
-                continue  # no wheel for this release: an older one may have one
-            tops, wheel = got
+                continue  # neither a wheel nor a readable sdist for this release: the next one
+            tops, file = got
             if top in tops:
-                when = f"uploaded {day}" + (f", by the submission's date {before}" if before else "")
-                return Provider(top, canonicalize_name(name), version, wheel, day,
-                                f"no declaration provides {top}; the wheel {wheel} ({when}) ships the top-level "
+                if after:
+                    late = (dt.date.fromisoformat(day) - before).days if before else 0
+                    when = (f"uploaded {day}, {late} day{'s' if late != 1 else ''} after the submission's date {before}: no release "
+                            "by that date ships it, this is the first after it that does")
+                else:
+                    when = f"uploaded {day}" + (f", by the submission's date {before}" if before else "")
+                kind = "wheel" if file.endswith(".whl") else "sdist"
+                return Provider(top, canonicalize_name(name), version, file, day,
+                                f"no declaration provides {top}; the {kind} {file} ({when}) ships the top-level "
                                 f"module {top} (rule import-provider: candidates "
                                 f"{', '.join(candidates(module))})")
-            break  # this candidate's wheel does not ship it: the next candidate
+            break  # this candidate's release does not ship it: the next candidate
     return None
 
 

@@ -465,16 +465,37 @@ def _relocked(stages: list[Stage], outcome: Any, how: str) -> None:
 
 def _relock_on_python(spec: Any, move: Any, paths: Paths, *, runner: Runner, progress: Any,
                       lock_timeout: float | None) -> tuple[Any, Any]:
-    """Perform a ``MovePython`` with ``restore``: record the Python in model.toml, relock. (new spec,
-    outcome), or (None, None) with model.toml, pyproject.toml, pdm.lock and lock.toml back as they
-    were when that Python does not lock."""
+    """Perform a ``MovePython`` with ``restore``: record the Python in model.toml, relock
+    (``_relock_or_restore``)."""
+    from pyrepro import lock
+
+    return _relock_or_restore(spec, lambda: lock.persist_python(lock.LockRequest.from_spec(spec), move.python,
+                                                                move.reason),
+                              paths, runner=runner, progress=progress, lock_timeout=lock_timeout)
+
+
+def _relock_with_providers(spec: Any, move: Any, paths: Paths, *, runner: Runner, progress: Any,
+                           lock_timeout: float | None) -> tuple[Any, Any]:
+    """Perform ``AddProviders``: record each provider with its evidence in model.toml, relock
+    (``_relock_or_restore``)."""
+    from pyrepro import providers
+
+    return _relock_or_restore(spec, lambda: providers.persist(spec.path, [
+        providers.Provider(m, d, v, "", "", why) for m, d, v, why in move.providers]),
+        paths, runner=runner, progress=progress, lock_timeout=lock_timeout)
+
+
+def _relock_or_restore(spec: Any, change: Callable[[], object], paths: Paths, *, runner: Runner, progress: Any,
+                       lock_timeout: float | None) -> tuple[Any, Any]:
+    """``change`` model.toml, relock: (new spec, outcome), or (None, None) with model.toml,
+    pyproject.toml, pdm.lock and lock.toml back as they were when the change does not lock."""
     from pyrepro import lock
     from pyrepro.fsutil import atomic_write_text
     from pyrepro.registry import parse_model
 
     kept = {f: f.read_text(encoding="utf-8") for f in (spec.path, spec.dir / "pyproject.toml", spec.dir / "pdm.lock",
                                                        spec.dir / "lock.toml") if f.is_file()}
-    lock.persist_python(lock.LockRequest.from_spec(spec), move.python, move.reason)
+    change()
     new = parse_model(spec.path)
     try:
         outcome = lock.lock_model(new, paths, runner=runner, progress=progress,
@@ -482,32 +503,11 @@ def _relock_on_python(spec: Any, move: Any, paths: Paths, *, runner: Runner, pro
     except PyreproError:
         outcome = None
     if outcome is None or not outcome.ok:
-        for f, text in kept.items():
-            atomic_write_text(f, text)
-        return None, None
-    return new, outcome
-
-
-def _relock_with_providers(spec: Any, move: Any, paths: Paths, *, runner: Runner, progress: Any,
-                           lock_timeout: float | None) -> tuple[Any, Any]:
-    """Perform ``AddProviders``: record each provider with its evidence in model.toml, relock.
-    (new spec, outcome), or (None, None) with every file back as it was when that does not lock."""
-    from pyrepro import lock, providers
-    from pyrepro.fsutil import atomic_write_text
-    from pyrepro.registry import parse_model
-
-    kept = {f: f.read_text(encoding="utf-8") for f in (spec.path, spec.dir / "pyproject.toml", spec.dir / "pdm.lock",
-                                                       spec.dir / "lock.toml") if f.is_file()}
-    providers.persist(spec.path, [providers.Provider(m, d, v, "", "", why) for m, d, v, why in move.providers])
-    new = parse_model(spec.path)
-    try:
-        outcome = lock.lock_model(new, paths, runner=runner, progress=progress,
-                                  **({"timeout": lock_timeout} if lock_timeout else {}))
-    except PyreproError:
-        outcome = None
-    if outcome is None or not outcome.ok:
-        for f, text in kept.items():
-            atomic_write_text(f, text)
+        for f in (spec.path, spec.dir / "pyproject.toml", spec.dir / "pdm.lock", spec.dir / "lock.toml"):
+            if f in kept:
+                atomic_write_text(f, kept[f])
+            elif f.exists():  # made by the failed relock: it was not there before
+                f.unlink()
         return None, None
     return new, outcome
 

@@ -34,6 +34,29 @@ def top_levels_of(paths):
     return frozenset(out)
 
 
+# Files at an sdist's root that are build or project machinery, never a module the project ships.
+_SDIST_NOT_MODULES = frozenset(("setup", "conftest", "noxfile", "fabfile", "tasks", "versioneer", "build",
+                                "test", "tests", "docs", "doc", "examples", "example", "benchmarks"))
+
+
+def sdist_top_levels(paths):
+    """Importable top-level names an sdist's member paths show (``x-1.0/x/__init__.py``): packages
+    (a folder with its own ``__init__.py``) and modules at the project root or under ``src/``;
+    build machinery (``setup.py``, ``versioneer.py``) and test/doc folders left out. A frozenset."""
+    out = set()
+    for n in paths:
+        parts = str(n).replace("\\", "/").strip("/").split("/")[1:]  # the sdist's own top folder goes
+        if parts[:1] == ["src"]:
+            parts = parts[1:]
+        if len(parts) == 2 and parts[1] == "__init__.py" and _IDENT.match(parts[0]):
+            out.add(parts[0])
+        elif len(parts) == 1:
+            m = _MODULE_FILE.match(parts[0])
+            if m and m.group(3) == "py" and not m.group(2):
+                out.add(m.group(1))
+    return frozenset(t for t in out if t.lower() not in _SDIST_NOT_MODULES)
+
+
 def distribution_top_levels(top_level_txt, paths):
     """An installed distribution's top-level modules: its ``top_level.txt`` when it has one (what
     the distribution says of itself), else derived from its files (``top_levels_of``)."""

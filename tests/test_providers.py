@@ -191,3 +191,74 @@ def test_reproduce__undeclared_import__provider_found_at_init__one_lock_imports_
     assert entry["distribution"] == "loguru" and "loguru-0.5.3-py3-none-any.whl" in entry["reason"]
     assert "uploaded 2020-09-20" in entry["reason"]
     assert "loguru" in doc["dependencies"]["scanned"] and not res.relaxed
+
+
+def test_find_provider__nothing_by_the_date__first_release_after_it_that_ships_it() -> None:
+    # the submission lives in the repository of its own package, published on PyPI months later
+    idx = FakeIndex({"bench-kit": [("0.1.0", "2023-02-10", {"bench_kit"}), ("0.2.0", "2023-06-01", {"bench_kit"}),
+                                   ("1.0.0", "2024-09-06", {"bench_kit"})]})
+    p = providers.find_provider("bench_kit.metrics", idx, dt.date(2022, 11, 17))
+    assert p is not None and (p.distribution, p.version) == ("bench-kit", "0.1.0")
+    assert "85 days after the submission's date 2022-11-17" in p.reason and "first after it" in p.reason
+    # a release by the date wins over any later one
+    idx.projects["bench-kit"].append(("0.0.9", "2022-10-01", {"bench_kit"}))
+    p = providers.find_provider("bench_kit", idx, dt.date(2022, 11, 17))
+    assert p is not None and p.version == "0.0.9" and "by the submission's date" in p.reason
+    # without a date there is no "after": the newest release decides, as before
+    p = providers.find_provider("bench_kit", idx, None)
+    assert p is not None and p.version == "1.0.0"
+    # a later release that does not ship the module is no evidence either
+    assert providers.find_provider("other_mod", FakeIndex({"other-mod": [("2.0", "2024-01-01", {"x"})]}),
+                                   dt.date(2022, 1, 1)) is None
+
+
+def _targz(files: dict[str, str]) -> bytes:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_wheel_index_top_levels__release_without_a_wheel__its_sdist_members(tmp_path: Path) -> None:
+    sdist = _targz({"vizkit-0.5.1/setup.py": "", "vizkit-0.5.1/versioneer.py": "",
+                    "vizkit-0.5.1/vizkit/__init__.py": "", "vizkit-0.5.1/vizkit/sub/__init__.py": "",
+                    "vizkit-0.5.1/tests/__init__.py": "", "vizkit-0.5.1/src/vizhelp.py": "",
+                    "vizkit-0.5.1/docs/conf.py": "", "vizkit-0.5.1/README.md": ""})
+    listing = {"files": [
+        {"filename": "vizkit-0.5.1.tar.gz", "url": "https://files/vizkit-0.5.1.tar.gz", "size": len(sdist),
+         "upload-time": "2022-10-08T00:00:00Z"},
+        {"filename": "vizkit-0.9.0-py3-none-any.whl", "url": "https://files/w", "upload-time": "2024-01-01T00:00:00Z"}]}
+    asked: list[str] = []
+
+    def fetch(url: str) -> bytes | None:
+        asked.append(url)
+        return sdist if url.endswith(".tar.gz") else json.dumps(listing).encode()
+
+    idx = WheelIndex(tmp_path, fetch=fetch, range_fetch=lambda *a: None)
+    got = idx.top_levels("vizkit", "0.5.1")
+    assert got == (frozenset({"vizkit", "vizhelp"}), "vizkit-0.5.1.tar.gz")
+    p = providers.find_provider("vizkit.plots", idx, dt.date(2022, 11, 17))
+    assert p is not None and (p.version, p.wheel) == ("0.5.1", "vizkit-0.5.1.tar.gz")
+    assert "the sdist vizkit-0.5.1.tar.gz" in p.reason
+    # cached per file: a second index asks the listing, never the sdist again
+    asked.clear()
+    assert WheelIndex(tmp_path, fetch=fetch, range_fetch=lambda *a: None).top_levels("vizkit", "0.5.1") == got
+    assert not [u for u in asked if u.endswith(".tar.gz")]
+    # an unreadable sdist is no evidence, and no crash
+    sdist = b"not a tarball"
+    assert WheelIndex(tmp_path / "other", fetch=fetch, range_fetch=lambda *a: None).top_levels("vizkit", "0.5.1") is None
+
+
+def test_sdist_top_levels__packages_and_root_modules_only() -> None:
+    from pyrepro.toplevel import sdist_top_levels
+
+    assert sdist_top_levels(["p-1/p/__init__.py", "p-1/p/a/__init__.py", "p-1/setup.py", "p-1/conftest.py",
+                             "p-1/single.py", "p-1/ext.cpython-38-x86_64-linux-gnu.so", "p-1/data/x.py",
+                             "p-1/src/q/__init__.py", "p-1/tests/__init__.py", "p-1"]) == {"p", "single", "q"}

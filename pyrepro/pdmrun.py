@@ -87,19 +87,49 @@ def _stand_in_main(argv: list[str]) -> int:
     """``python -m pyrepro.pdmrun ARGS``: pdm's command line with its project interpreter replaced
     by ``$PYREPRO_PDM_STAND_IN`` whatever the project's requires-python says (pdm would otherwise
     search for, and run, an interpreter of the target version). Everything else is pdm's own: the
-    requires-python that lock markers are relative to, the lock targets, the lock file."""
-    from pdm.core import main
-    from pdm.models.python import PythonInfo
-    from pdm.project.core import Project
+    requires-python that lock markers are relative to, the lock targets, the lock file.
 
-    exe = os.environ[STAND_IN_ENV]
+    One more change: the environment pdm builds an sdist's metadata in (a ``PythonEnvironment``
+    with a prefix) runs on the stand-in, so its build requirements are resolved for the stand-in's
+    own version. pdm gives every environment the project's requires-python (``==3.7.*``), and an
+    sdist whose build needs ``numpy>=1.20.1`` then finds no numpy release with a wheel for both
+    (pymatgen on 3.7: "No candidate is found for `numpy` that matches the environment")."""
+    from pdm.core import main
+
+    patch_pdm_for_stand_in(os.environ[STAND_IN_ENV])
+    main(argv)  # exits with pdm's own status on failure
+    return 0
+
+
+def patch_pdm_for_stand_in(exe: str) -> None:
+    """The changes ``_stand_in_main`` makes to pdm before it runs (its docstring says why)."""
+    from pdm.environments.python import PythonEnvironment
+    from pdm.models.python import PythonInfo
+    from pdm.models.specifiers import PySpecSet
+    from pdm.project.core import Project
 
     def resolve_interpreter(self: Project) -> PythonInfo:
         return PythonInfo.from_path(exe)
 
     Project.resolve_interpreter = resolve_interpreter  # type: ignore[method-assign]
-    main(argv)  # exits with pdm's own status on failure
-    return 0
+    original_init = PythonEnvironment.__init__
+
+    def build_env_init(self: PythonEnvironment, *args: object, **kw: object) -> None:
+        original_init(self, *args, **kw)  # type: ignore[arg-type]
+        if kw.get("prefix") is not None:  # a build environment: requirements for its own interpreter
+            self.python_requires = PySpecSet(f"=={self.interpreter.major}.{self.interpreter.minor}.*")
+
+    PythonEnvironment.__init__ = build_env_init  # type: ignore[method-assign]
+    # the file a candidate's metadata is read from ("allow all": any platform) may be a wheel for
+    # the stand-in's Python too, not only for the target's
+    from pdm.environments.base import BaseEnvironment
+    from pdm.models.markers import EnvSpec
+
+    def allow_all_spec(self: BaseEnvironment) -> EnvSpec:
+        both = self.python_requires | PySpecSet(f"=={self.interpreter.major}.{self.interpreter.minor}.*")
+        return EnvSpec(both._logic)
+
+    BaseEnvironment.allow_all_spec = property(allow_all_spec)  # type: ignore[method-assign,assignment]
 
 
 # --------------------------------------------------------------------------- running pdm

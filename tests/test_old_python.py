@@ -150,6 +150,53 @@ def test_stand_in_main__pinned_pdm_uses_the_stand_in_whatever_requires_python_sa
     assert other.returncode != 0 or Path(other.stdout.strip()).resolve() != Path(sys.executable).resolve()
 
 
+def test_patch_pdm_for_stand_in__build_env_resolves_for_the_stand_in__metadata_files_of_either_python(
+        tmp_path: Path) -> None:
+    """pymatgen on 3.7 has only sdists for Linux: pdm builds their metadata in a build environment
+    on the stand-in. That environment resolves its build requirements for the stand-in's Python,
+    and a metadata file may be a wheel of either Python. Run in a child process: the patch changes
+    pdm's classes."""
+    d = _project(tmp_path, "3.7")
+    script = f"""
+import sys
+from pyrepro import pdmrun
+pdmrun.patch_pdm_for_stand_in(sys.executable)
+from pdm.core import Core
+from pdm.environments.python import PythonEnvironment
+project = Core().create_project({str(d)!r})
+project_env = PythonEnvironment(project, python=sys.executable)
+build_env = PythonEnvironment(project, python=sys.executable, prefix={str(tmp_path / 'prefix')!r})
+mm = f"{{sys.version_info[0]}}.{{sys.version_info[1]}}"
+print(str(project_env.python_requires), "|", str(build_env.python_requires), "|", mm)
+cp = "cp" + mm.replace(".", "")
+for wheel in ("numpy-1.21.6-cp37-cp37m-manylinux_2_12_x86_64.whl",
+              f"numpy-9.0-{{cp}}-{{cp}}-manylinux_2_17_x86_64.whl", "numpy-1.0-cp35-cp35m-manylinux1_x86_64.whl"):
+    print(wheel.split("-")[2], project_env.allow_all_spec.wheel_compatibility(wheel) is not None)
+"""
+    env = {**os.environ, "PDM_CACHE_DIR": str(tmp_path / "pdm-cache"), "PDM_CHECK_UPDATE": "false"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    project_req, build_req, mm = (x.strip() for x in lines[0].split("|"))
+    assert project_req == "==3.7.*" and build_req == f"=={mm}.*"
+    assert lines[1:] == ["cp37 True", f"cp{mm.replace('.', '')} True", "cp35 False"]
+
+
+@pytest.mark.integration
+@pytest.mark.network
+def test_lock__3_7__sdist_only_dependency_with_build_requirements__locks(tmp_path: Path) -> None:
+    """pymatgen>=2020.7.18 on 3.7 (dev corpus: megnet-multifidelity): Linux gets only sdists,
+    whose build requires numpy>=1.20.1; before the build environment resolved for the stand-in,
+    pdm stopped with "No candidate is found for `numpy` that matches the environment"."""
+    if not _pypi_reachable():
+        pytest.skip("PyPI is not reachable")
+    d = _project(tmp_path, "3.7", ("numpy>=1.19.1", "pymatgen>=2020.7.18"))
+    out = lock.lock_request(lock.LockRequest("p", d, "3.7"), timeout=600, aarch64=False)
+    assert out.ok, out.message
+    text = (d / "pdm.lock").read_text()
+    assert 'name = "pymatgen"' in text and 'requires_python = "==3.7.*"' in text
+
+
 # --------------------------------------------------------------------------- pdm's temporary directory
 
 def test_run_pdm__own_temporary_directory__pdm_build_leftovers_removed(tmp_path: Path) -> None:

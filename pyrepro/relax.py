@@ -538,11 +538,33 @@ def rule_drop_unbuildable(p: Problem, reqs: tuple[str, ...], facts: Facts) -> St
     return None
 
 
+def rule_former_name(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
+    """A distribution the resolver cannot find for this Python or date that PyPI had under a
+    former name (the name table's ``[former_names]``: rdkit as rdkit-pypi): the former name, its
+    version specifier kept (a later step adapts it when no such release exists)."""
+    if p.kind != "not-found":
+        return None
+    from pyrepro.resolve import former_name
+
+    hit = former_name(p.package)
+    if hit is None or find(reqs, hit[0]):
+        return None
+    target, why = hit
+    for i in find(reqs, p.package):
+        r = _parse(reqs[i])
+        new = _format(target, r, str(r.specifier) if r is not None else "")
+        return Step("former-name", p.package, reqs[i], new,
+                    f"no release of {p.package} for this Python or date; its former PyPI name is {target}"
+                    + (f" ({why})" if why else ""), _edit(reqs, i, new))
+    return None
+
+
 #: The ordered rule registry: the first rule that returns a step wins.
 RULES: tuple[tuple[str, Rule], ...] = (
     ("strip-local-version", rule_strip_local_version),
     ("rename", rule_rename),
     ("nearest-release", rule_nearest_release),
+    ("former-name", rule_former_name),
     ("widen-conflict", rule_widen_conflict),
     ("unbuildable-unpin", rule_drop_unbuildable),
 )

@@ -91,6 +91,15 @@ def renamed(name: str) -> str | None:
     return canonicalize_name(hit)
 
 
+def former_name(name: str) -> tuple[str, str] | None:
+    """(former distribution name, reason) of a distribution that PyPI had under another name
+    (the name table's ``[former_names]``), or None."""
+    entry = _table().get("former_names", {}).get(canonicalize_name(name))
+    if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+        return canonicalize_name(entry["name"]), str(entry.get("reason", ""))
+    return None
+
+
 def conda_system_reason(name: str) -> str | None:
     """Why a conda package (``libgcc-ng``, ``pytorch-cuda``) is no Python distribution, or None:
     the first glob of the [conda_system] table that matches the lower-case name."""

@@ -548,3 +548,17 @@ def test_lock_request__as_declared_backtracks__its_share_of_the_budget_then_date
     lock.lock_request(lock.LockRequest("q", d, "3.10"), runner=runner, python_exe=Path("/usr/bin/python3"),
                       timeout=900, aarch64=False)
     assert budgets[0] == (False, 900)
+
+
+def test_relax__not_found_with_a_former_pypi_name__former_name_once() -> None:
+    # chemical_vae on 3.6 (dev corpus): 'rdkit' has no release for 3.6; its wheels were 'rdkit-pypi'
+    msg = ("[CandidateNotFound]: Unable to find candidates for rdkit. There may exist some issues with the "
+           "package name or network condition.")
+    s = _step(msg, ("numpy", "rdkit>=2020.9; python_version >= '3'"), {"rdkit": ("2022.3.3", "2023.9.1")})
+    assert s is not None and (s.rule, s.after) == ("former-name", 'rdkit-pypi>=2020.9; python_version >= "3"')
+    assert "rdkit-pypi" in s.reason and "3.6" in s.reason  # the table's reason goes with it
+    # tried once: with the former name already there, nothing more from this rule
+    assert _step(msg, ("rdkit", "rdkit-pypi")) is None
+    # a name without a former one is left to the other rules
+    msg2 = msg.replace("rdkit", "nosuchthing")
+    assert _step(msg2, ("nosuchthing",)) is None

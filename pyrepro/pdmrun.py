@@ -26,11 +26,24 @@ PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_28_aarch64")
 
 
 def pdm_command() -> list[str]:
-    """The pinned pdm from pyrepro's own environment."""
-    exe = Path(sys.executable).with_name("pdm")
-    if exe.is_file():
-        return [str(exe)]
-    return [sys.executable, "-m", "pdm"]
+    """The pinned pdm from pyrepro's own environment, through ``python -m pyrepro.pdmrun``
+    (``_main``: pip's legacy build backend for sdists without one, and the stand-in interpreter
+    when ``$PYREPRO_PDM_STAND_IN`` is set)."""
+    return [sys.executable, "-m", "pyrepro.pdmrun"]
+
+
+# pip builds an sdist that declares no [build-system] with setuptools>=40.8.0 and wheel (PEP 517's
+# legacy fallback); pdm 2.29 asks for setuptools>=61 instead. Under a date bound before March 2022
+# (--exclude-newer) no such setuptools exists, and pdm stops before it reads the sdist's metadata
+# ("Unable to find a resolution for setuptools": matminer 0.6.5 on a 2021 date, modnet-2021).
+LEGACY_BUILD_REQUIRES = ["setuptools>=40.8.0", "wheel"]
+
+
+def patch_pdm_legacy_backend() -> None:
+    """pdm's default build system for an sdist without one becomes pip's (``LEGACY_BUILD_REQUIRES``)."""
+    from pdm.builders.base import EnvBuilder
+
+    EnvBuilder.DEFAULT_BACKEND = {**EnvBuilder.DEFAULT_BACKEND, "requires": list(LEGACY_BUILD_REQUIRES)}
 
 
 # --------------------------------------------------------------------------- the interpreter pdm runs
@@ -83,9 +96,10 @@ def stand_in_interpreter(python: str, find: Callable[[str], Path] | None = None)
     return Path(sys.executable)
 
 
-def _stand_in_main(argv: list[str]) -> int:
-    """``python -m pyrepro.pdmrun ARGS``: pdm's command line with its project interpreter replaced
-    by ``$PYREPRO_PDM_STAND_IN`` whatever the project's requires-python says (pdm would otherwise
+def _main(argv: list[str]) -> int:
+    """``python -m pyrepro.pdmrun ARGS``: pdm's command line, with pip's legacy build backend for
+    sdists that declare none (``patch_pdm_legacy_backend``). When ``$PYREPRO_PDM_STAND_IN`` is set,
+    its project interpreter is replaced by that one whatever the project's requires-python says (pdm would otherwise
     search for, and run, an interpreter of the target version). Everything else is pdm's own: the
     requires-python that lock markers are relative to, the lock targets, the lock file.
 
@@ -96,13 +110,15 @@ def _stand_in_main(argv: list[str]) -> int:
     (pymatgen on 3.7: "No candidate is found for `numpy` that matches the environment")."""
     from pdm.core import main
 
-    patch_pdm_for_stand_in(os.environ[STAND_IN_ENV])
+    patch_pdm_legacy_backend()
+    if os.environ.get(STAND_IN_ENV):
+        patch_pdm_for_stand_in(os.environ[STAND_IN_ENV])
     main(argv)  # exits with pdm's own status on failure
     return 0
 
 
 def patch_pdm_for_stand_in(exe: str) -> None:
-    """The changes ``_stand_in_main`` makes to pdm before it runs (its docstring says why)."""
+    """The changes ``_main`` makes to pdm before it runs (its docstring says why)."""
     from pdm.environments.python import PythonEnvironment
     from pdm.models.python import PythonInfo
     from pdm.models.specifiers import PySpecSet
@@ -215,7 +231,7 @@ def bound_http_cache(cache: Path, limit_mb: float | None = None) -> int:
 
 def _pdm_env(python_exe: Path | None, *, stand_in: bool = False, tmp: Path | None = None) -> dict[str, str]:
     """pdm's environment: pyrepro's pdm cache, no venv, no saved interpreter; ``python_exe`` as
-    PDM_PYTHON (``stand_in``: as ``$PYREPRO_PDM_STAND_IN`` for ``_stand_in_main``); ``tmp`` as its
+    PDM_PYTHON (``stand_in``: as ``$PYREPRO_PDM_STAND_IN`` for ``_main``); ``tmp`` as its
     temporary directory (TMPDIR, TMP, TEMP)."""
     env = dict(os.environ)
     cache = Path(env.get("PDM_CACHE_DIR") or pdm_cache_dir())
@@ -282,7 +298,7 @@ def _run_pdm_in(workdir: Path, python: str, exclude_newer: str | None, *, runner
                 stand_in: bool, tmp: Path) -> _Run:
     env = _pdm_env(python_exe, stand_in=stand_in, tmp=tmp)
     start = time.monotonic()
-    pdm = [sys.executable, "-m", "pyrepro.pdmrun"] if stand_in else pdm_command()
+    pdm = pdm_command()
     # -v: pdm logs its resolver's rounds and pins (for ``on_line``); _quiet() takes them out again
     cmd = [*pdm, "lock", "-v", "-p", str(workdir), *_lock_args(python, PLATFORMS[0], exclude_newer)]
     for retry in range(TRANSIENT_RETRIES + 1):
@@ -442,4 +458,4 @@ def _trim(text: str, lines: int = 25) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(_stand_in_main(sys.argv[1:]))
+    sys.exit(_main(sys.argv[1:]))

@@ -92,7 +92,7 @@ def test_lock_request__3_10__pinned_pdm_with_the_targets_interpreter(tmp_path: P
     out = lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=runner, python_exe=Path("/usr/bin/python3.10"))
     assert out.category == 1 and not any("pdm ran on" in f for f in out.fidelity)
     (x86, env), _ = seen
-    assert x86[:len(lock.pdm_command())] == tuple(lock.pdm_command()) and "pyrepro.pdmrun" not in x86
+    assert x86[:len(lock.pdm_command())] == tuple(lock.pdm_command())
     assert env["PDM_PYTHON"] == "/usr/bin/python3.10" and pdmrun.STAND_IN_ENV not in env
 
 
@@ -195,6 +195,35 @@ def test_lock__3_7__sdist_only_dependency_with_build_requirements__locks(tmp_pat
     assert out.ok, out.message
     text = (d / "pdm.lock").read_text()
     assert 'name = "pymatgen"' in text and 'requires_python = "==3.7.*"' in text
+
+
+def test_patch_pdm_legacy_backend__pips_default_for_sdists_without_a_build_system() -> None:
+    script = ("from pyrepro import pdmrun\nfrom pdm.builders.base import EnvBuilder\n"
+              "before = list(EnvBuilder.DEFAULT_BACKEND['requires'])\npdmrun.patch_pdm_legacy_backend()\n"
+              "print(before, EnvBuilder.DEFAULT_BACKEND)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("['setuptools>=61'] ")  # pdm's own, which no 2021 date bound admits
+    assert "'requires': ['setuptools>=40.8.0', 'wheel']" in done.stdout
+    assert "setuptools.build_meta:__legacy__" in done.stdout
+    assert lock.pdm_command()[1:] == ["-m", "pyrepro.pdmrun"]  # every lock goes through it
+
+
+@pytest.mark.integration
+@pytest.mark.network
+def test_lock__date_bound_before_setuptools_61__sdist_without_build_system__locks(tmp_path: Path) -> None:
+    """matminer 0.6.5 is an sdist with a setup.py only (dev corpus: modnet-2021, notebook date
+    2021-03-01): pdm's own default build requirement, setuptools>=61 (March 2022), does not exist
+    under the date bound; pip's legacy default does."""
+    import datetime as dt
+
+    if not _pypi_reachable():
+        pytest.skip("PyPI is not reachable")
+    d = _project(tmp_path, "3.8", ("matminer==0.6.5",))
+    out = lock.lock_request(lock.LockRequest("p", d, "3.8", submitted=dt.date(2021, 3, 1)), start="date-bounded",
+                            timeout=600, aarch64=False)
+    assert out.ok and out.strategy == "date-bounded", out.message
+    assert 'name = "matminer"\nversion = "0.6.5"' in (d / "pdm.lock").read_text()
 
 
 # --------------------------------------------------------------------------- pdm's temporary directory

@@ -493,3 +493,16 @@ def test_yaml_top__any_text__never_raises_and_metadata_never_an_invalid_name(tex
     metadata.yaml_top(text, {"requirements", "a", "b"})
     for d in metadata.parse_metadata_yml(text, "m.yml").declared:
         assert d.name == canonicalize_name(d.name) and re.fullmatch(r"[a-z0-9][a-z0-9.-]*", d.name), d
+
+
+def test_scan__conda_environment_with_cpp_libraries__never_pypi_names(tmp_path: Path) -> None:
+    # chemical_vae's environment.yml (dev corpus): boost is the C++ library rdkit's conda build
+    # links; PyPI's 'boost' is an unrelated project, so reading it as a PyPI name installs that
+    (tmp_path / "environment.yml").write_text("name: x\nchannels:\n  - rdkit\ndependencies:\n  - boost\n"
+                                              "  - boost-cpp\n  - eigen\n  - hdf5\n  - h5py\n  - rdkit\n")
+    (tmp_path / "run.py").write_text("import h5py\nimport rdkit\n")
+    res = scan_path(tmp_path, cache=False)
+    names = {d.name for d in res.declared}
+    assert {"h5py", "rdkit"} <= names and not names & {"boost", "boost-cpp", "eigen", "hdf5"}
+    said = " ".join(w.message for w in res.warnings)
+    assert "4 conda packages are not a Python distribution" in said and "boost, boost-cpp, eigen, hdf5" in said

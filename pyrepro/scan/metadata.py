@@ -827,6 +827,7 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
     out: list[Declared] = []
     in_deps = False
     deps_indent = 0
+    system: list[tuple[int, str]] = []  # conda packages that are no Python distribution, said once
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].rstrip()
         if not line.strip():
@@ -848,6 +849,8 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
         name = name.split("::")[-1]
         if conda:
             if conda_system_reason(name) is not None:  # the [conda_system] table of module_map.toml
+                if name.lower() not in ("python", "pip"):
+                    system.append((n, name))
                 continue
             mapped = conda_to_pypi(name.lower()) or conda_to_pypi(item.split("=")[0].strip()) or name
             if mapped != name:
@@ -856,6 +859,12 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
                 out.append(d)
         elif (d := _req(item, path, n, warnings)):
             out.append(d)
+    if system:
+        names = [nm for _n, nm in system]
+        warnings.append((path, system[0][0], f"{len(names)} conda package{'s' if len(names) > 1 else ''} "
+                         f"{'are' if len(names) > 1 else 'is'} not a Python distribution (system libraries, "
+                         f"compilers, build tools; the name table's [conda_system] says why each): "
+                         f"{', '.join(names[:12])}{', ...' if len(names) > 12 else ''}; not read"))
     return MetaScan(tuple(out), tuple(warnings))
 
 

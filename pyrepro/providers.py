@@ -95,6 +95,31 @@ def _first_shipping(top: str, module: str, index: Any, before: dt.date | None, *
     return None
 
 
+def next_release(module: str, distribution: str, version: str, index: Any) -> tuple[str, str] | None:
+    """(version, reason) of the first release of ``distribution`` after ``version`` whose wheel
+    (or sdist) ships ``module``'s top-level name, looking at up to ``MAX_RELEASES`` releases;
+    None when none does or the index cannot say."""
+    from packaging.version import InvalidVersion, Version
+
+    top = module.split(".")[0]
+    try:
+        after = Version(version)
+    except InvalidVersion:
+        return None
+    later = []
+    for v, day in index.releases_by(distribution, None):
+        try:
+            if Version(v) > after:
+                later.append((Version(v), v, day))
+        except InvalidVersion:
+            continue
+    for _key, v, day in sorted(later)[:MAX_RELEASES]:
+        got = index.top_levels(distribution, v)
+        if got is not None and top in got[0]:
+            return v, f"{distribution} {v} (uploaded {day}) is the next release that ships {top} ({got[1]})"
+    return None
+
+
 def persist(model_toml: Any, providers: list[Provider]) -> None:
     """Record providers in model.toml (``[mapping]`` entry with the evidence, the distribution in
     ``[dependencies] extra``) and regenerate the pyproject."""

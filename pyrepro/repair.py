@@ -17,6 +17,11 @@ far and the facts looked up) and ``next_move`` returns exactly one move:
 - ``AddProviders``: modules no installed distribution provides get the distribution whose wheel,
   released by the submission's date, ships them (``pyrepro.providers``; rule ``import-provider``):
   recorded in model.toml with that evidence, relock, rebuild;
+- ``PinProvider``: a module whose provider pyrepro chose (``provided``: at init or by
+  ``AddProviders``) fails to import inside that very distribution: the provider moves to its next
+  release that ships the module (rule ``provider-next-release``, at most ``MAX_PROVIDER_MOVES``
+  per module; matbench-discovery 0.1.0 reads a file it does not ship): a pin with the reason in
+  model.toml, relock, rebuild;
 - ``LookUp``: the decision needs facts first (release lists with wheels, whether a release has a
   wheel for a Python, upload days, which interpreters exist); the caller looks them up,
   ``Facts.learn``s them and asks again;
@@ -40,6 +45,7 @@ from pyrepro.interpreters import RELEASES, python_of_day, version_key
 
 MAX_BUILD_MOVES = 3  # sdist-to-wheel and sdist-to-older-python moves per build, in all
 MAX_LOCK_MOVES = 2  # not-found-to-older-python moves before the first lock
+MAX_PROVIDER_MOVES = 2  # provider-next-release moves per module
 
 
 @dataclass(frozen=True)
@@ -54,7 +60,7 @@ class Moved:
     ok: bool = True
     python: str = ""  # the Python moved to (kind python)
     pins: tuple[tuple[str, str], ...] = ()  # (distribution, release) moved to (kind wheels)
-    modules: tuple[str, ...] = ()  # the modules given a provider (kind provider)
+    modules: tuple[str, ...] = ()  # the modules given a provider (kinds provider, provider-next)
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,9 @@ class Facts:
     interpreters: Mapping[str, str] = field(default_factory=dict)  # python -> "" (found) or why missing
     # module -> (distribution, version, reason) whose wheel ships it, or None: no candidate's does
     providers: Mapping[str, tuple[str, str, str] | None] = field(default_factory=dict)
+    # (module, distribution, version) -> (next version, reason) of a later release that ships the
+    # module, or None: none does
+    next_release: Mapping[tuple[str, str, str], tuple[str, str] | None] = field(default_factory=dict)
 
     def learn(self, **more: Mapping) -> Facts:
         return replace(self, **{k: {**getattr(self, k), **v} for k, v in more.items()})
@@ -86,6 +95,8 @@ class Situation:
     imports: tuple[tuple[str, str, str], ...] = ()  # the last import check: (module, status, message)
     notes: str = ""  # model.toml notes (the reason an import has no distribution, when known)
     absent: Mapping[str, str] = field(default_factory=dict)  # module -> the name table's reason it is not on PyPI
+    # module -> (distribution, locked version) of the providers pyrepro chose for undeclared imports
+    provided: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     moves: tuple[Moved, ...] = ()
     facts: Facts = field(default_factory=Facts)
 
@@ -115,12 +126,22 @@ class AddProviders:
 
 
 @dataclass(frozen=True)
+class PinProvider:
+    module: str
+    distribution: str
+    before: str  # the locked version that failed
+    version: str  # the release moved to
+    reason: str
+
+
+@dataclass(frozen=True)
 class LookUp:
     wheel_versions: tuple[tuple[str, str], ...] = ()
     has_wheel: tuple[tuple[str, str, str], ...] = ()
     uploads: tuple[tuple[str, str], ...] = ()
     interpreters: tuple[str, ...] = ()
     providers: tuple[str, ...] = ()  # modules to find a provider for
+    next_release: tuple[tuple[str, str, str], ...] = ()  # (module, distribution, version)
 
 
 @dataclass(frozen=True)
@@ -129,7 +150,7 @@ class GiveUp:
     hint: str = ""  # the next step a person would take ("" : the failure's own hint)
 
 
-Move = PinWheels | MovePython | RelockByDate | AddProviders | LookUp | GiveUp
+Move = PinWheels | MovePython | RelockByDate | AddProviders | PinProvider | LookUp | GiveUp
 
 
 class _Need(Exception):
@@ -350,6 +371,9 @@ def _after_imports(s: Situation) -> Move:
         found = tuple((m, *s.facts.providers[m]) for m in wanted if s.facts.providers[m] is not None)
         if found:
             return AddProviders(found)  # type: ignore[arg-type]
+    move = _provider_next_release(s, inside)
+    if move is not None:
+        return move
     if inside and "era" not in tried and s.strategy == "as-declared" and s.dated:
         # newest releases mixed with the submission's old pins (cdvae_model: pandas 1.5.3 beside
         # numpy 2.4 fails with "numpy.dtype size changed"): nothing newer than the submission's date
@@ -398,3 +422,29 @@ def _imports_older_python(s: Situation, inside: list[tuple[str, str, str]]) -> M
               f"before: {s.python}, {s.python_reason})")
     return MovePython(target, reason, "imports-to-older-python", restore=True,
                       summary=f"{first[0]} failed to import on {s.python}")
+
+
+def _provider_next_release(s: Situation, inside: list[tuple[str, str, str]]) -> Move | None:
+    """A module whose provider pyrepro chose fails to import inside that very distribution (the
+    message names a file of it, or the module itself raised): its next release that ships the
+    module, at most ``MAX_PROVIDER_MOVES`` times per module (rule ``provider-next-release``). The
+    submission never named that distribution, so no release of it is the authors'; the first
+    that was tried may simply be broken. None when that does not apply."""
+    for module, _status, message in inside:
+        top = module.split(".")[0]
+        if top not in s.provided:
+            continue
+        dist, version = s.provided[top]
+        done = [m for m in s.moves if m.kind == "provider-next" and top in m.modules]
+        if len(done) >= MAX_PROVIDER_MOVES:
+            continue
+        key = (top, dist, version)
+        if key not in s.facts.next_release:
+            raise _Need(LookUp(next_release=(key,)))
+        nxt = s.facts.next_release[key]
+        if nxt is None:
+            continue
+        reason = (f"{top} fails to import inside {dist} {version}, the provider pyrepro chose for it "
+                  f"({message[:160]}); {nxt[1]} (rule provider-next-release)")
+        return PinProvider(top, dist, version, nxt[0], reason)
+    return None

@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyrepro import proc
+from packaging.utils import canonicalize_name
+
+from pyrepro import proc, relax
 from pyrepro.errors import InputError, PyreproError, ResolutionError, UsageError, exit_code_for
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner
@@ -409,12 +411,31 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
     except PyreproError:
         record = {}
     absent = {r[0].split(".")[0]: known_absent(r[0]) for r in imports if repair.not_provided(r)}
+    provided: dict[str, tuple[str, str]] = {}
+    if imports:  # the providers pyrepro chose ([mapping] entries of rule import-provider), as locked
+        locked = _locked_versions(spec)
+        for m in spec.mapping:
+            if "rule import-provider" in (m.reason or "") and canonicalize_name(m.distribution) in locked:
+                provided[m.module.split(".")[0]] = (canonicalize_name(m.distribution),
+                                                    locked[canonicalize_name(m.distribution)])
     return repair.Situation(python=spec.python, python_stated=not (spec.python_reason or "").startswith(NO_EVIDENCE),
                             python_reason=spec.python_reason or "", strategy=str(record.get("strategy", "")),
                             dated=spec.submitted is not None, online=online, sdists=tuple(sdists),
                             unlocked=tuple(unlocked),
                             imports=tuple(imports), notes=spec.notes or "", moves=tuple(moves),
-                            absent={m: why for m, why in absent.items() if why})
+                            absent={m: why for m, why in absent.items() if why}, provided=provided)
+
+
+def _locked_versions(spec: Any) -> dict[str, str]:
+    """name -> version of every package in the model's pdm.lock ({} when it cannot be read)."""
+    import tomllib
+
+    try:
+        data = tomllib.loads((spec.dir / "pdm.lock").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {canonicalize_name(str(p.get("name", ""))): str(p.get("version", ""))
+            for p in data.get("package", []) if isinstance(p, dict)}
 
 
 def plan(situation: Any, *, index: Any, runner: Runner = proc.run, before: Any = None) -> Any:
@@ -437,7 +458,12 @@ def plan(situation: Any, *, index: Any, runner: Runner = proc.run, before: Any =
             "has_wheel": {(p, v, py): index.has_wheel(p, v, py) if index is not None else None
                           for p, v, py in move.has_wheel},
             "uploaded": {(p, v): index.uploaded(p, v) if index is not None else None for p, v in move.uploads},
-            "interpreters": {}, "providers": {}}
+            "interpreters": {}, "providers": {},
+            "next_release": {}}
+        for key in move.next_release:
+            from pyrepro.providers import next_release
+
+            learned["next_release"][key] = next_release(*key, index) if index is not None else None
         for mod in move.providers:
             from pyrepro.providers import find_provider
 
@@ -632,6 +658,21 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                                                              for m, d, v, why in move.providers)
                         _relocked(stages, outcome, "after adding " + ", ".join(
                             f"{d} (ships {m})" for m, d, _v, _w in move.providers))
+                        spec, relocked = new, True
+                        break
+                    continue
+                if isinstance(move, repair.PinProvider):
+                    step = relax.Step("provider-next-release", move.distribution, move.distribution,
+                                      f"{move.distribution}=={move.version}", move.reason, ())
+                    new, outcome = _relock_or_restore(
+                        spec, lambda st=step: lock.persist_to_model_toml(lock.LockRequest.from_spec(spec), [st]),
+                        paths, runner=runner, progress=progress, lock_timeout=_lock_timeout(rec, lock_timeout))
+                    moves.append(repair.Moved("provider-next", "imports", ok=new is not None, modules=(move.module,),
+                                              pins=((move.distribution, move.version),)))
+                    if new is not None:
+                        rec.setdefault("relaxed", []).append(
+                            f"{move.distribution} {move.before} -> {move.version}: {move.reason}")
+                        _relocked(stages, outcome, f"after moving {move.distribution} {move.before} -> {move.version}")
                         spec, relocked = new, True
                         break
                     continue

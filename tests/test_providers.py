@@ -262,3 +262,74 @@ def test_sdist_top_levels__packages_and_root_modules_only() -> None:
     assert sdist_top_levels(["p-1/p/__init__.py", "p-1/p/a/__init__.py", "p-1/setup.py", "p-1/conftest.py",
                              "p-1/single.py", "p-1/ext.cpython-38-x86_64-linux-gnu.so", "p-1/data/x.py",
                              "p-1/src/q/__init__.py", "p-1/tests/__init__.py", "p-1"]) == {"p", "single", "q"}
+
+
+def test_reproduce__provider_release_fails_inside_itself__next_release_pinned_relocked_imports_pass(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path, write_files: Any) -> None:
+    """mbd-bowsr (dev corpus): init gives `import bench_kit` the first release after the
+    submission's date (none before ships it); that release fails inside itself at import. The
+    repair pins its next release that ships the module, with the reason, relocks, rebuilds, and
+    the import check passes."""
+    import tomllib
+
+    from pyrepro import index as index_mod
+    from pyrepro import lock, reproduce
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+    from pyrepro.paths import Paths
+
+    proj = tmp_path / "proj"
+    (proj / "models").mkdir(parents=True)
+    (proj / "patches").mkdir()
+    (proj / "flake.nix").write_text("{}\n")
+    monkeypatch.setenv("PYREPRO_ROOT", str(proj))
+    fake = FakeIndex({"bench-kit": [("0.1.0", "2023-02-10", {"bench_kit"}), ("0.1.1", "2023-02-21", {"bench_kit"}),
+                                    ("1.0.0", "2024-09-06", {"bench_kit"})]})
+    monkeypatch.setattr(index_mod, "WheelIndex", lambda cache: fake)
+    locks: list[str] = []
+
+    def fake_lock(spec, paths, start="as-declared", **kw):  # type: ignore[no-untyped-def]
+        deps = (spec.dir / "pyproject.toml").read_text()
+        locks.append(deps)
+        version = "0.1.1" if "bench-kit==0.1.1" in deps else "0.1.0"
+        (spec.dir / "lock.toml").write_text('schema = 1\ncategory = 2\nstrategy = "date-bounded"\npython = "3.9"\n')
+        (spec.dir / "pdm.lock").write_text(f'[[package]]\nname = "bench-kit"\nversion = "{version}"\n\n'
+                                           '[[package]]\nname = "numpy"\nversion = "1.19.5"\n')
+        return lock.LockOutcome(spec.name, 2, "date-bounded", (), (), (), (), (), (), 1.0, spec.python, ("x",), 2,
+                                "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
+                          "s" * 20, paths.cache / "launch", "3.9.18", True, True, 0.1)
+
+    def fake_imports(spec, built, **kw):  # type: ignore[no-untyped-def]
+        fixed = 'version = "0.1.1"' in (spec.dir / "pdm.lock").read_text()
+        return [("numpy", "ok", ""), ("bench_kit", "ok", "") if fixed else
+                ("bench_kit", "error", "FileNotFoundError: [Errno 2] No such file or directory: "
+                                       "'/env/lib/python3.9/site-packages/site/package.json'")]
+
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["numpy", "bench_kit"])
+    monkeypatch.setattr(run_mod, "check_imports", fake_imports)
+    root = write_files({"sub/run.py": "import numpy\nimport bench_kit\n", "sub/requirements.txt": "numpy==1.19.5\n",
+                        "sub/metadata.json": json.dumps({"date_submitted": "11-17-2022"})})
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.9", online=True)
+    assert res.ok, res.stages
+    assert len(locks) == 2 and "bench-kit==0.1.1" in locks[1]
+    doc = tomllib.loads((proj / "models" / "sub" / "model.toml").read_text())
+    assert "85 days after" in doc["mapping"]["bench_kit"]["reason"]
+    pin = next(p for p in doc["dependencies"]["pins"] if p["name"] == "bench-kit")
+    assert pin["spec"] == "==0.1.1" and "rule provider-next-release" in pin["reason"]
+    assert any(r.startswith("bench-kit 0.1.0 -> 0.1.1: bench_kit fails to import inside bench-kit 0.1.0")
+               for r in res.relaxed)
+    assert "after moving bench-kit 0.1.0 -> 0.1.1" in next(s for s in res.stages if s.name == "lock").detail
+
+
+def test_next_release__first_later_release_that_ships_the_module() -> None:
+    idx = FakeIndex({"bench-kit": [("0.1.0", "2023-02-10", {"bench_kit"}), ("0.1.1", "2023-02-21", {"other"}),
+                                   ("0.2.0", "2023-06-01", {"bench_kit"}), ("0.0.9", "2022-01-01", {"bench_kit"})]})
+    got = providers.next_release("bench_kit", "bench-kit", "0.1.0", idx)
+    assert got is not None and got[0] == "0.2.0" and "next release that ships bench_kit" in got[1]
+    assert providers.next_release("bench_kit", "bench-kit", "0.2.0", idx) is None
+    assert providers.next_release("bench_kit", "bench-kit", "not a version", idx) is None

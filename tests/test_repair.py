@@ -22,8 +22,10 @@ class Oracle:
 
     def __init__(self, wheels: dict[str, dict[str, set[str]]] | None = None, uploads: dict[str, str] | None = None,
                  pythons: set[str] = frozenset({"3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"}),
-                 provided: dict[str, str] | None = None) -> None:
+                 provided: dict[str, str] | None = None,
+                 next_releases: dict[tuple[str, str, str], str] | None = None) -> None:
         self.provided = provided or {}  # module -> the distribution whose wheel ships it
+        self.next_releases = next_releases or {}  # (module, dist, version) -> its next release shipping it
         self.wheels = wheels or {}  # dist -> version -> Pythons with a wheel
         self.uploads = uploads or {}
         self.pythons = pythons
@@ -45,7 +47,9 @@ class Oracle:
                 interpreters={py: "" if py in self.pythons else f"no Python {py} interpreter found"
                               for py in move.interpreters},
                 providers={m: (self.provided[m], "1.0", "ships it") if m in self.provided else None
-                           for m in move.providers})
+                           for m in move.providers},
+                next_release={k: (self.next_releases[k], f"{k[1]} {self.next_releases[k]} ships it")
+                              if k in self.next_releases else None for k in move.next_release})
         raise AssertionError("the planner kept asking")
 
 
@@ -167,10 +171,12 @@ def _worlds(draw: st.DrawFn) -> tuple[repair.Situation, Oracle]:
     o = Oracle(wheels, {k: v for k, v in uploads.items() if v}, set(draw(st.lists(_pythons, max_size=6))),
                {"compute_metrics": "compute-metrics"} if draw(st.booleans()) else {})
     sdists = tuple(dict(draw(st.lists(st.tuples(_dists, _versions), max_size=3))).items())
-    rows = tuple(draw(st.lists(st.sampled_from([_INSIDE, _MISSING, ("numpy", "ok", "")]), max_size=3)))
+    rows = tuple(draw(st.lists(st.sampled_from([_INSIDE, _MISSING, _BENCH_KIT, ("numpy", "ok", "")]), max_size=3)))
+    chain = ["0.1.0", "0.1.1", "0.1.2", "1.0.0"][:draw(st.integers(1, 4))]  # each release's next, while any
+    o.next_releases = {("bench_kit", "bench-kit", a): b for a, b in zip(chain, chain[1:], strict=False)}
     s = _s(python=draw(_pythons), python_stated=draw(st.booleans()), strategy=draw(st.sampled_from(
         ["as-declared", "date-bounded", "relaxed"])), dated=draw(st.booleans()), online=draw(st.booleans()),
-        sdists=sdists, imports=rows)
+        sdists=sdists, imports=rows, provided={"bench_kit": ("bench-kit", "0.1.0")} if draw(st.booleans()) else {})
     return s, o
 
 
@@ -200,6 +206,11 @@ def test_planner__performing_its_moves__always_ends_and_never_repeats_a_move(wor
                 s = replace(s, python=move.python)
         elif isinstance(move, repair.AddProviders):
             m = repair.Moved("provider", trigger, modules=tuple(p[0] for p in move.providers))
+        elif isinstance(move, repair.PinProvider):
+            assert (move.module, move.distribution, move.before) in o.next_releases
+            m = repair.Moved("provider-next", trigger, modules=(move.module,),
+                             pins=((move.distribution, move.version),))
+            s = replace(s, provided={**s.provided, move.module: (move.distribution, move.version)})
         else:
             assert isinstance(move, repair.RelockByDate)
             m = repair.Moved("era", trigger, ok=False)
@@ -213,6 +224,31 @@ def test_planner__performing_its_moves__always_ends_and_never_repeats_a_move(wor
 # --------------------------------------------------------------------------- providers
 
 _LOGURU = ("loguru", "error", "ModuleNotFoundError: No module named 'loguru'")
+_BENCH_KIT = ("bench_kit", "error", "FileNotFoundError: [Errno 2] No such file or directory: "
+              "'/env/lib/python3.9/site-packages/site/package.json'")
+
+
+def test_imports_inside_a_provider_pyrepro_chose__its_next_release__at_most_twice() -> None:
+    # mbd-bowsr (dev corpus): matbench-discovery 0.1.0, the first release after the submission's
+    # date, reads a file it does not ship
+    s = _s(imports=(_BENCH_KIT, ("numpy", "ok", "")), provided={"bench_kit": ("bench-kit", "0.1.0")})
+    o = Oracle(next_releases={("bench_kit", "bench-kit", "0.1.0"): "0.1.1", ("bench_kit", "bench-kit", "0.1.1"): "0.1.2"})
+    move = o.answer(s)
+    assert isinstance(move, repair.PinProvider) and (move.distribution, move.before, move.version) == (
+        "bench-kit", "0.1.0", "0.1.1")
+    assert "rule provider-next-release" in move.reason and "site/package.json" in move.reason
+    assert o.asked[0].next_release == (("bench_kit", "bench-kit", "0.1.0"),)
+    # it comes before the date relock and the Python move (the submission never named bench-kit)
+    s2 = replace(s, provided={"bench_kit": ("bench-kit", "0.1.1")},
+                 moves=(repair.Moved("provider-next", "imports", modules=("bench_kit",), pins=(("bench-kit", "0.1.1"),)),))
+    assert isinstance(o.answer(s2), repair.PinProvider)
+    s3 = replace(s2, provided={"bench_kit": ("bench-kit", "0.1.2")}, moves=(*s2.moves, repair.Moved(
+        "provider-next", "imports", modules=("bench_kit",), pins=(("bench-kit", "0.1.2"),))))
+    assert isinstance(o.answer(s3), repair.RelockByDate)  # two moves made: the other rules go on
+    # a declared distribution (not in provided) is never moved by this rule
+    assert isinstance(Oracle().answer(_s(imports=(_BENCH_KIT,))), repair.RelockByDate)
+    # no later release ships it: the other rules
+    assert isinstance(Oracle().answer(s), repair.RelockByDate)
 
 
 def test_imports_not_provided__online__look_up_then_add_the_provider_once() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from pyrepro import providers
 from pyrepro.index import WheelIndex
+from tests.test_buildreqs import _targz
 
 
 class FakeIndex:
@@ -210,20 +211,6 @@ def test_find_provider__nothing_by_the_date__first_release_after_it_that_ships_i
     # a later release that does not ship the module is no evidence either
     assert providers.find_provider("other_mod", FakeIndex({"other-mod": [("2.0", "2024-01-01", {"x"})]}),
                                    dt.date(2022, 1, 1)) is None
-
-
-def _targz(files: dict[str, str]) -> bytes:
-    import io
-    import tarfile
-
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as t:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            t.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 def test_wheel_index_top_levels__release_without_a_wheel__its_sdist_members(tmp_path: Path) -> None:

@@ -38,7 +38,9 @@ def test_build_env__sdist_only_package__second_pip_phase_without_isolation(tmp_p
 
     def runner(cmd, **kw):  # type: ignore[no-untyped-def]
         argv = [str(c) for c in cmd]
-        if argv[1:4] == ["-m", "pip", "install"]:
+        if argv[1:4] == ["-m", "pip", "download"]:  # into the download store
+            return Completed(tuple(str(c) for c in cmd), 0, "", "")
+        elif argv[1:4] == ["-m", "pip", "install"]:
             pip_calls.append((argv[4:], Path(argv[-1]).read_text()))
             return Completed(tuple(argv), 0, "", "")
         return proc.run(cmd, **kw)
@@ -63,7 +65,9 @@ def test_build_env__sdist_fails_isolated__retried_without_isolation(tmp_path: Pa
 
     def runner(cmd, **kw):  # type: ignore[no-untyped-def]
         argv = [str(c) for c in cmd]
-        if argv[1:4] == ["-m", "pip", "install"]:
+        if argv[1:4] == ["-m", "pip", "download"]:  # into the download store
+            return Completed(tuple(str(c) for c in cmd), 0, "", "")
+        elif argv[1:4] == ["-m", "pip", "install"]:
             pip_calls.append(argv[4:])
             sdist = argv[-1].endswith("requirements-sdist.txt")
             if sdist and "--no-build-isolation" not in argv:  # setup.py imports torch, never declared
@@ -109,7 +113,9 @@ def test_build__records_in_lock_toml_whether_the_lock_installs(tmp_path: Path) -
 
     def failing(cmd, **kw):  # type: ignore[no-untyped-def]
         argv = [str(c) for c in cmd]
-        if argv[1:4] == ["-m", "pip", "install"]:
+        if argv[1:4] == ["-m", "pip", "download"]:  # into the download store
+            return Completed(tuple(str(c) for c in cmd), 0, "", "")
+        elif argv[1:4] == ["-m", "pip", "install"]:
             return Completed(tuple(argv), 1, "", "ERROR: six-1.17.0-py2.py3-none-any.whl is not a supported wheel")
         return proc.run(cmd, **kw)
 
@@ -144,7 +150,9 @@ def test_build__records_in_lock_toml_whether_the_lock_installs(tmp_path: Path) -
 def _ok_pip():  # type: ignore[no-untyped-def]
     def runner(cmd, **kw):  # type: ignore[no-untyped-def]
         argv = [str(c) for c in cmd]
-        if argv[1:4] == ["-m", "pip", "install"]:
+        if argv[1:4] == ["-m", "pip", "download"]:  # into the download store
+            return Completed(tuple(str(c) for c in cmd), 0, "", "")
+        elif argv[1:4] == ["-m", "pip", "install"]:
             return Completed(tuple(argv), 0, "", "")
         return proc.run(cmd, **kw)
     return runner
@@ -154,3 +162,43 @@ def tomllib_loads(text: str) -> dict:  # type: ignore[type-arg]
     import tomllib
 
     return tomllib.loads(text)
+
+
+def _build_recording(tmp_path: Path, download_rc: int) -> tuple[Paths, list[list[str]]]:
+    root = tmp_path / "root"
+    shutil.copytree(SC / "models", root / "models")
+    lock = root / "models" / "mini" / "pdm.lock"
+    lock.write_text(lock.read_text() + SDIST_PKG)
+    paths = Paths(root=root, cache=tmp_path / "cache")
+    spec = load_registry(paths.models).get("mini")
+    calls: list[list[str]] = []
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[1:4] in (["-m", "pip", "download"], ["-m", "pip", "install"]):
+            calls.append(argv[3:])
+            return Completed(tuple(argv), download_rc if argv[3] == "download" else 0, "", "")
+        return proc.run(cmd, **kw)
+
+    local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
+    return paths, calls
+
+
+def test_build_env__wheels_downloaded_once_into_the_store__install_reads_only_the_store(tmp_path: Path) -> None:
+    paths, calls = _build_recording(tmp_path, 0)
+    store = str(local.download_store(paths))
+    assert store.startswith(str(paths.cache))
+    (download, wheels, sdists) = calls
+    assert download[0] == "download" and "--require-hashes" in download and download[download.index("-d") + 1] == store
+    assert download[-1].endswith("requirements.txt")
+    # the wheels' install reads the store only: what is there was checked against the lock's hashes
+    assert wheels[wheels.index("--find-links") + 1] == store and "--no-index" in wheels and "--require-hashes" in wheels
+    # sdist-only packages are not downloaded first (pip download would build them)
+    assert sdists[-1].endswith("requirements-sdist.txt") and "--no-index" not in sdists
+
+
+def test_build_env__download_into_store_fails__install_goes_to_the_index(tmp_path: Path) -> None:
+    _paths, calls = _build_recording(tmp_path, 1)
+    download, wheels, _sdists = calls
+    assert download[0] == "download"
+    assert "--no-index" not in wheels and "--find-links" not in wheels and "--require-hashes" in wheels

@@ -131,7 +131,9 @@ def test_build_env__dated_model__isolated_sdist_build_gets_the_era_constraints(t
 
     def runner(cmd, **kw):  # type: ignore[no-untyped-def]
         argv = [str(c) for c in cmd]
-        if argv[1:4] == ["-m", "pip", "install"]:
+        if argv[1:4] == ["-m", "pip", "download"]:  # into the download store
+            return Completed(tuple(str(c) for c in cmd), 0, "", "")
+        elif argv[1:4] == ["-m", "pip", "install"]:
             env = kw.get("env") or {}
             cons = env.get("PIP_CONSTRAINT", "")
             calls.append((argv, cons, Path(cons).read_text() if cons and Path(cons).is_file() else ""))

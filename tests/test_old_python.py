@@ -308,7 +308,9 @@ def test_build_env__old_python__last_pip_for_it_hash_checked_before_the_lock(
         if argv[1:3] == ("-m", "venv"):
             (Path(argv[3]) / "bin").mkdir(parents=True)
             return Completed(argv, 0, "", "")
-        if argv[1:4] == ("-m", "pip", "install"):
+        if argv[1:4] == ("-m", "pip", "download"):  # into the download store
+            return Completed(tuple(str(c) for c in cmd), 0, "", "")
+        elif argv[1:4] == ("-m", "pip", "install"):
             pip_calls.append((*argv, Path(argv[-1]).read_text()))
             return Completed(argv, 0, "", "")
         if argv[1] == "-c":
@@ -336,6 +338,8 @@ def test_build_env__3_10__venvs_own_pip(tmp_path: Path, monkeypatch: pytest.Monk
         argv = tuple(str(c) for c in cmd)
         if argv[1:3] == ("-m", "venv"):
             (Path(argv[3]) / "bin").mkdir(parents=True)
+        elif argv[1:4] == ("-m", "pip", "download"):  # into the download store
+            return Completed(tuple(str(c) for c in cmd), 0, "", "")
         elif argv[1:4] == ("-m", "pip", "install"):
             pip_reqs.append(Path(argv[-1]).read_text())
         elif argv[1] == "-c":

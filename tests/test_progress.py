@@ -199,7 +199,9 @@ def _fake_pip(output: str = PIP_OUTPUT, returncode: int = 0, stderr: str = "") -
     pip = FakeRunner().on([], output, returncode=returncode, stderr=stderr)
 
     def runner(cmd, **kw):  # type: ignore[no-untyped-def]
-        if [str(c) for c in cmd][1:4] == ["-m", "pip", "install"]:
+        if [str(c) for c in cmd][1:4] == ["-m", "pip", "download"]:  # into the download store
+            return Completed(tuple(str(c) for c in cmd), 0, "", "")
+        elif [str(c) for c in cmd][1:4] == ["-m", "pip", "install"]:
             return pip(cmd, **kw)
         return proc.run(cmd, **kw)
 

@@ -306,8 +306,10 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                                   on_line=output_detail(progress, label, pip_detail))
                     progress.advance(label, 0, "build tools for the build without isolation: " + " ".join(tools))
                     no_isolation = {"tools": tools, "ok": done.returncode == 0}
+                local_files = _fetch_to_store(runner, tmp, req, paths, env, progress, label) \
+                    if group is wheels else []
                 res = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps",
-                              "--progress-bar=off", *flags, "-r", str(req)],
+                              "--progress-bar=off", *flags, *local_files, "-r", str(req)],
                              env=iso_env if group is sdists and not flags else env, check=False, timeout=7200,
                              on_line=output_detail(progress, label, pip_detail))
                 if res.returncode == 0:
@@ -346,6 +348,31 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
         raise
     progress.finish(label, f"{len(pkgs)} packages")
     return final, key, version, False
+
+
+def download_store(paths: Paths) -> Path:
+    """The files pip downloaded for any lock, kept across environments. pip on a machine may keep
+    no HTTP cache, and a torch environment is several GB of wheels: each file is fetched once
+    and checked against the lock's sha256 every time it is used (pip re-downloads a file whose
+    hash does not match)."""
+    return paths.cache / "downloads"
+
+
+def _fetch_to_store(runner: Runner, venv: Path, req: Path, paths: Paths, env: dict[str, str],
+                    progress: Progress, label: str) -> list[str]:
+    """Download the locked files of ``req`` into the download store with the venv's own pip (the
+    target Python's tags choose the file, as the install would) and return the flags that make
+    the install read only the store; [] when the download fails (the install then goes to the
+    index itself and reports what is wrong)."""
+    store = download_store(paths)
+    store.mkdir(parents=True, exist_ok=True)
+    res = runner([str(venv / "bin" / "python"), "-m", "pip", "download", "--require-hashes", "--no-deps",
+                  "--progress-bar=off", "-d", str(store), "-r", str(req)], env=env, check=False, timeout=7200,
+                 on_line=output_detail(progress, label, pip_detail))
+    if res.returncode != 0:
+        progress.advance(label, 0, "download into the store failed; installing from the index")
+        return []
+    return ["--no-index", "--find-links", str(store)]
 
 
 def _fix_shebangs(env_dir: Path, new: Path) -> None:

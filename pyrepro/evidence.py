@@ -201,9 +201,14 @@ def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = N
         if said and best.version.startswith("3.") and not version_key(lo) <= version_key(versions[0]) <= version_key(hi):
             clash = f"; but {said}: a stated Python is kept, check it"
         if len(versions) > 1:  # several pins disagree: the oldest (code written for it runs there)
-            chosen = versions[0]
+            py3 = [v for v in versions if not v.startswith("2.")]
+            # a Python 2 file beside Python 3 ones is a leftover (one notebook last run on a 2.7 kernel
+            # among many on 3.6): the submission as a whole runs on Python 3, so the oldest 3.x
+            chosen = py3[0] if py3 else versions[0]
             where = "; ".join(str(e) for e in same)
-            return PythonChoice(chosen, f"the submission's files disagree ({where}); took the oldest, {chosen}{clash}",
+            took = f"took the oldest, {chosen}" if chosen == versions[0] else \
+                f"took the oldest Python 3, {chosen} (Python 2 files beside Python 3 ones are leftovers)"
+            return PythonChoice(chosen, f"the submission's files disagree ({where}); {took}{clash}",
                                 tuple(evidence))
         return PythonChoice(best.version, f"{best.location}: {best.text}{clash}", tuple(evidence))
     candidates = settled_pythons(submitted)

@@ -32,6 +32,7 @@ from packaging.utils import canonicalize_name
 from pyrepro import proc
 from pyrepro.errors import InputError, MissingToolError, NotFoundError, toml_error_line
 from pyrepro.fsutil import atomic_write_text
+from pyrepro.interpreters import first_patch
 from pyrepro.markers import marker_holds as _marker_holds
 from pyrepro.markers import target_environment as target_environment  # re-exported
 from pyrepro.proc import Runner
@@ -102,7 +103,7 @@ def graph_from_lock_text(text: str, *, python: str, platform: str = "linux-x86_6
     packages = data.get("package", [])
     if not isinstance(packages, list):
         raise InputError("'package' must be an array of tables", path=origin, key="package")
-    env = target_environment(python, platform)
+    env = target_environment(python, platform, first_patch(python))
     g: nx.DiGraph = nx.DiGraph()
     problems: list[Problem] = []
     deps_of: dict[str, list[tuple[str, set[str]]]] = {}

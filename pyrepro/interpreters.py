@@ -31,6 +31,36 @@ RELEASES: tuple[tuple[str, dt.date], ...] = (
 NEWEST = RELEASES[-1][0]
 
 
+# The first patch release of a minor that locks target, where it is not x.y.0, with the reason.
+# Widely used packages declare python_requires on a minor's first bug-fix release; a lock for
+# every patch release of the minor (``==3.7.*``, which takes in 3.7.0, a release no one runs
+# today) leaves out each of their releases: it fails, or quietly takes years-older ones.
+PATCH_FLOORS: dict[str, tuple[str, str]] = {
+    "3.6": ("3.6.1", "pandas 0.25.x-1.1.x and scikit-learn 0.24 declare python_requires>=3.6.1 "
+                     "(3.6.0's typing.NamedTuple bug); with ==3.6.* pandas stops at 0.24"),
+    "3.7": ("3.7.1", "pandas 1.2-1.3 declare python_requires>=3.7.1; with ==3.7.* a pin like "
+                     "pandas>=1.2.3 does not resolve (alignn 2021)"),
+}
+
+
+def lock_range(version: str) -> str:
+    """The Python range a ``major.minor`` target is locked for (the pyproject's requires-python
+    and pdm's ``--python``): ``==3.10.*``, or from the minor's floor in ``PATCH_FLOORS``
+    (``>=3.7.1,<3.8``)."""
+    floor = PATCH_FLOORS.get(version)
+    if floor is None:
+        return f"=={version}.*"
+    major, minor = version_key(version)
+    return f">={floor[0]},<{major}.{minor + 1}"
+
+
+def first_patch(version: str) -> str:
+    """The lowest full version a ``major.minor`` target is locked for (``3.7.1``, ``3.10.0``): the
+    ``python_full_version`` that lock markers are evaluated with."""
+    floor = PATCH_FLOORS.get(version)
+    return floor[0] if floor else f"{version}.0"
+
+
 def version_key(v: str) -> tuple[int, ...]:
     """``"3.10"`` -> ``(3, 10)``, for ordering Python versions."""
     return tuple(int(x) for x in v.split("."))

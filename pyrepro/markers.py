@@ -12,8 +12,10 @@ from collections.abc import Iterable
 from packaging.markers import InvalidMarker, Marker
 
 
-def target_environment(python: str, platform: str = "linux-x86_64") -> dict[str, str]:
-    """PEP 508 marker environment for CPython ``python`` (``"3.11"``) on ``platform``."""
+def target_environment(python: str, platform: str = "linux-x86_64", full_version: str | None = None) -> dict[str, str]:
+    """PEP 508 marker environment for CPython ``python`` (``"3.11"``) on ``platform``;
+    ``full_version``: the lowest patch release the lock is for (``interpreters.first_patch``;
+    default ``python.0``)."""
     machine = platform.split("-", 1)[1] if "-" in platform else "x86_64"
     system = platform.split("-", 1)[0]
     sys_platform = {"linux": "linux", "darwin": "darwin", "windows": "win32"}.get(system, system)
@@ -26,7 +28,7 @@ def target_environment(python: str, platform: str = "linux-x86_64") -> dict[str,
         "platform_release": "",
         "platform_system": platform_system,
         "platform_version": "",
-        "python_full_version": f"{python}.0",
+        "python_full_version": full_version or f"{python}.0",
         "platform_python_implementation": "CPython",
         "python_version": python,
         "sys_platform": sys_platform,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pyrepro import relax
 from pyrepro.errors import ExternalToolError
+from pyrepro.interpreters import lock_range
 from pyrepro.proc import Runner
 from pyrepro.progress import release_of
 
@@ -252,7 +253,7 @@ def _pdm_env(python_exe: Path | None, *, stand_in: bool = False, tmp: Path | Non
 
 
 def _lock_args(python: str, platform: str, exclude_newer: str | None) -> list[str]:
-    args = ["--python", f"=={python}.*", "--platform", platform, "--implementation", "cpython"]
+    args = ["--python", lock_range(python), "--platform", platform, "--implementation", "cpython"]
     if exclude_newer:
         args += ["--exclude-newer", exclude_newer]
     return args

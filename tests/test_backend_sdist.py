@@ -202,3 +202,37 @@ def test_build_env__download_into_store_fails__install_goes_to_the_index(tmp_pat
     download, wheels, _sdists = calls
     assert download[0] == "download"
     assert "--no-index" not in wheels and "--find-links" not in wheels and "--require-hashes" in wheels
+
+
+def test_build_env__sdist_needs_a_system_library__error_names_it(tmp_path: Path) -> None:
+    # cgnn (corpus2): mysqlclient has no Linux wheel, and its setup.py needs the MySQL client's
+    # mysql_config and headers, which pip cannot install
+    import pytest
+
+    from pyrepro.errors import SdistBuildError
+
+    root = tmp_path / "root"
+    shutil.copytree(SC / "models", root / "models")
+    lock = root / "models" / "mini" / "pdm.lock"
+    lock.write_text(lock.read_text() + SDIST_PKG)
+    paths = Paths(root=root, cache=tmp_path / "cache")
+    spec = load_registry(paths.models).get("mini")
+    said = ("Collecting torch-scatter==2.1.1\n  /bin/sh: 1: mysql_config: not found\n"
+            "  src/x.c:29:10: fatal error: mysql.h: No such file or directory\n"
+            "ERROR: Failed building wheel for torch-scatter\n")
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[1:4] == ["-m", "pip", "download"]:
+            return Completed(tuple(argv), 0, "", "")
+        if argv[1:4] == ["-m", "pip", "install"]:
+            sdist = argv[-1].endswith("requirements-sdist.txt")
+            return Completed(tuple(argv), 1 if sdist else 0, said if sdist else "", "")
+        return proc.run(cmd, **kw)
+
+    with pytest.raises(SdistBuildError) as err:
+        local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
+    assert "needs from the system: mysql_config, mysql.h" in str(err.value)
+    assert "system's package manager" in (err.value.hint or "")
+    assert err.value.packages == (("torch-scatter", "2.1.1"),)
+    assert not list((paths.cache / "envs").glob("mini-*"))  # nothing half-written

@@ -34,6 +34,9 @@ def _nb(version: str) -> str:
                        "cells": [{"cell_type": "code", "source": "import numpy\n", "metadata": {}, "outputs": []}]})
 
 
+_kernel_nb = _nb  # a notebook last run on a kernel of this version (another _nb below)
+
+
 @pytest.mark.parametrize(("files", "version", "where"), [
     ({"environment.yml": "name: x\ndependencies:\n  - python=3.8\n  - numpy\n"}, "3.8", "environment.yml:3"),
     ({"run.sh": "#!/bin/bash\nconda create -n m python=3.9 -y\npython run.py\n"}, "3.9", "run.sh:2"),
@@ -363,3 +366,19 @@ def test_notebook_date__any_json__never_raises(tmp_path_factory: pytest.TempPath
         assert (day is None) == (why == "")
 
     check()
+
+
+def test_init__notebooks_disagree_one_on_python_2__oldest_python_3_taken(write_files: Write, tmp_path: Path) -> None:
+    # ElemNet 2020 (corpus2): one notebook last ran on a 2.7 kernel, the others on 3.6
+    root = write_files({"sub/a.ipynb": _kernel_nb("3.6.3"), "sub/b.ipynb": _kernel_nb("3.6.9"), "sub/c.ipynb": _kernel_nb("2.7.12"),
+                        "sub/d.ipynb": _kernel_nb("3.7.1")})
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    assert doc["python"] == "3.6"
+    assert "disagree" in doc["python_reason"] and "c.ipynb" in doc["python_reason"]
+    assert "oldest Python 3" in doc["python_reason"]
+
+
+def test_init__every_file_on_python_2__python_2_named(write_files: Write, tmp_path: Path) -> None:
+    root = write_files({"sub/a.ipynb": _kernel_nb("2.7.12"), "sub/b.ipynb": _kernel_nb("2.7.6")})
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    assert doc["python"] == "2.7"

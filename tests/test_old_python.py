@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from pyrepro import buildreqs, lock, pdmrun, proc
 from pyrepro.backends import local
 from pyrepro.errors import ExternalToolError, MissingToolError
 from pyrepro.index import Index
+from pyrepro.interpreters import lock_range
 from pyrepro.paths import Paths
 from pyrepro.proc import Completed
 from pyrepro.registry import load_registry
@@ -35,7 +37,7 @@ def _project(tmp: Path, python: str, deps: tuple[str, ...] = ("six",)) -> Path:
     d = tmp / "proj"
     d.mkdir()
     body = "".join(f'    "{x}",\n' for x in deps)
-    (d / "pyproject.toml").write_text(f'[project]\nname = "p"\nversion = "0"\nrequires-python = "=={python}.*"\n'
+    (d / "pyproject.toml").write_text(f'[project]\nname = "p"\nversion = "0"\nrequires-python = "{lock_range(python)}"\n'
                                       f'dependencies = [\n{body}]\n\n[tool.pdm]\ndistribution = false\n')
     return d
 
@@ -75,7 +77,8 @@ def test_lock_request__old_target__pdm_runs_stand_in_never_the_target(tmp_path: 
     # the lock target says which Python and platform the lock is for
     assert x86[len(STAND_IN_CMD):len(STAND_IN_CMD) + 2] == ("lock", "-v")
     i = x86.index("--python")
-    assert x86[i:i + 6] == ("--python", f"=={python}.*", "--platform", "manylinux_2_28_x86_64",
+    # from the minor's first bug-fix release: pandas 1.0-1.3 declare python_requires>=3.6.1 / >=3.7.1
+    assert x86[i:i + 6] == ("--python", f">={python}.1,<3.{int(python[2]) + 1}", "--platform", "manylinux_2_28_x86_64",
                             "--implementation", "cpython")
     assert "--append" in arm and "manylinux_2_28_aarch64" in arm
     assert env[pdmrun.STAND_IN_ENV] == env["PDM_PYTHON"] == str(stand_in) == env2[pdmrun.STAND_IN_ENV]
@@ -178,7 +181,7 @@ for wheel in ("numpy-1.21.6-cp37-cp37m-manylinux_2_12_x86_64.whl",
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     project_req, build_req, mm = (x.strip() for x in lines[0].split("|"))
-    assert project_req == "==3.7.*" and build_req == f"=={mm}.*"
+    assert project_req == "<3.8,>=3.7.1" and build_req == f"=={mm}.*"
     assert lines[1:] == ["cp37 True", f"cp{mm.replace('.', '')} True", "cp35 False"]
 
 
@@ -194,7 +197,34 @@ def test_lock__3_7__sdist_only_dependency_with_build_requirements__locks(tmp_pat
     out = lock.lock_request(lock.LockRequest("p", d, "3.7"), timeout=600, aarch64=False)
     assert out.ok, out.message
     text = (d / "pdm.lock").read_text()
-    assert 'name = "pymatgen"' in text and 'requires_python = "==3.7.*"' in text
+    assert 'name = "pymatgen"' in text and 'requires_python = "~=3.7.1"' in text  # pdm's form of >=3.7.1,<3.8
+
+
+@pytest.mark.integration
+@pytest.mark.network
+def test_lock__3_7__dependency_needing_the_first_bugfix_release__locks(tmp_path: Path) -> None:
+    """alignn 2021 (held corpus2 half): pandas>=1.2.3 on 3.7; every pandas 1.2-1.3 declares
+    python_requires>=3.7.1, so a lock for ==3.7.* stopped with "the following dependencies don't
+    work on all Python versions in the range of the project's requires-python"."""
+    if not _pypi_reachable():
+        pytest.skip("PyPI is not reachable")
+    d = _project(tmp_path, "3.7", ("pandas>=1.2.3,<1.4",))
+    out = lock.lock_request(lock.LockRequest("p", d, "3.7"), timeout=600, aarch64=False)
+    assert out.ok, out.message
+    assert 'name = "pandas"' in (d / "pdm.lock").read_text()
+
+
+@pytest.mark.parametrize(("python", "expect"), [("3.6", ">=3.6.1,<3.7"), ("3.7", ">=3.7.1,<3.8"),
+                                                ("3.8", "==3.8.*"), ("3.10", "==3.10.*")])
+def test_init__old_minor__pyproject_requires_python_from_its_first_bugfix_release(
+        write_files: Any, tmp_path: Path, isolated_cache: Path, python: str, expect: str) -> None:
+    from pyrepro.cli import main
+
+    root = write_files({"sub/run.py": "import numpy\n", "sub/runtime.txt": f"python-{python}.9\n"})
+    assert main(["init", str(root / "sub"), "--name", "sub", "--models-dir", str(tmp_path / "models"),
+                 "--offline"]) == 0
+    pyproject = tomllib.loads((tmp_path / "models" / "sub" / "pyproject.toml").read_text())
+    assert pyproject["project"]["requires-python"] == expect
 
 
 def test_patch_pdm_legacy_backend__pips_default_for_sdists_without_a_build_system() -> None:
@@ -419,7 +449,7 @@ def test_reproduce__old_python_from_an_empty_cache__locks_builds_imports(
     assert stages["imports"].status == "ok" and "numpy" in stages["imports"].detail
     assert "termcolor" in stages["imports"].detail
     model = root / "models" / sub.name
-    assert 'requires_python = "==' + python + '.*"' in (model / "pdm.lock").read_text()
+    assert f'requires_python = "~={python}.1"' in (model / "pdm.lock").read_text()  # pdm's form of lock_range
     assert lock.check_lock_dir(model) == []
     assert "pdm ran on" in (model / "lock.toml").read_text()
     env = next((cache / "envs").glob(f"{sub.name}-*"))

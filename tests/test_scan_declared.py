@@ -506,3 +506,17 @@ def test_scan__conda_environment_with_cpp_libraries__never_pypi_names(tmp_path: 
     assert {"h5py", "rdkit"} <= names and not names & {"boost", "boost-cpp", "eigen", "hdf5"}
     said = " ".join(w.message for w in res.warnings)
     assert "4 conda packages are not a Python distribution" in said and "boost, boost-cpp, eigen, hdf5" in said
+
+
+def test_scan__conda_pytorch_channel_names__pypi_names_and_selectors_dropped(tmp_path: Path) -> None:
+    # a roost/CrabNet-style environment.yml: the pyg and pytorch channels' names are not PyPI's,
+    # and 'cpuonly' only chooses a torch build
+    (tmp_path / "environment.yml").write_text(
+        "name: x\nchannels:\n  - pytorch\n  - pyg\ndependencies:\n  - pytorch=1.7\n  - cpuonly\n"
+        "  - pytorch-cluster\n  - pytorch_geometric\n  - pytables\n  - python-graphviz\n  - graphviz\n")
+    (tmp_path / "run.py").write_text("import torch\n")
+    res = scan_path(tmp_path, cache=False)
+    names = {d.name for d in res.declared}
+    assert {"torch", "torch-cluster", "torch-geometric", "tables", "graphviz"} == names
+    said = " ".join(w.message for w in res.warnings)
+    assert "cpuonly" in said and "graphviz" in said

@@ -40,7 +40,7 @@ from pyrepro.errors import (
     PyreproError,
     SdistBuildError,
 )
-from pyrepro.interpreters import find_python
+from pyrepro.interpreters import find_python, first_patch
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner
 from pyrepro.progress import NULL_PROGRESS, Progress, output_detail, release_of
@@ -85,7 +85,7 @@ def locked_packages(lock_path: Path, python: str, platform: str) -> list[Locked]
         raise NotFoundError(f"no lock for this model: {lock_path}", hint="run 'pyrepro lock NAME' first") from exc
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML: {exc}", path=lock_path) from exc
-    env = target_environment(python, platform)
+    env = target_environment(python, platform, first_patch(python))
     out = []
     for i, pkg in enumerate(data.get("package", [])):
         marker = pkg.get("marker")
@@ -324,7 +324,14 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                 hint = ("see the pip output above; a sdist that needs a compiler or a package "
                         "without a wheel for this Python are the usual causes")
                 if group is sdists:
-                    raise SdistBuildError(f"installing {what} of {spec.name} failed: " + "; then ".join(failures),
+                    needs = system_needs(*outputs)
+                    if needs:
+                        hint = (f"the build needs {', '.join(needs)} from the system (development files of a "
+                                "system library, or a tool pip cannot install): install it with the system's "
+                                "package manager, or pin a release that has a wheel for this Python")
+                    raise SdistBuildError(f"installing {what} of {spec.name} failed"
+                                          + (f" (needs from the system: {', '.join(needs)})" if needs else "")
+                                          + ": " + "; then ".join(failures),
                                           packages=failed_sdists(group, *outputs), hint=hint)
                 raise BuildError(f"installing {what} of {spec.name} failed: " + "; then ".join(failures), hint=hint)
         progress.advance(label, len(pkgs), "installed")
@@ -475,6 +482,31 @@ def failed_sdists(group: list[Locked], *pip_outputs: str) -> tuple[tuple[str, st
         if hit:
             return hit
     return tuple((p.name, p.version) for p in group)
+
+
+# What a failed sdist build says it lacks from the system: a header, a library's config tool, a
+# pkg-config module, a compiler. pip cannot install these; the user's system package manager can.
+_SYSTEM_NEEDS = (
+    re.compile(r"fatal error: ([\w./+-]+\.h(?:pp)?): No such file or directory"),
+    re.compile(r"\b([\w.-]+_config|[\w.-]+-config): (?:command )?not found"),
+    re.compile(r"OSError: ([\w.-]+_config|[\w.-]+-config) not found"),
+    re.compile(r"Package '?([\w.+-]+)'? was not found in the pkg-config search path"),
+    re.compile(r"error: command '([\w.+/-]*(?:gcc|g\+\+|cc|gfortran|clang))' failed"),
+    re.compile(r"Can not find Rust compiler|(cargo|rustc) (?:is )?not found"),
+)
+
+
+def system_needs(*pip_outputs: str) -> tuple[str, ...]:
+    """What the failed builds say they need from the system (``mysql_config``, ``mysql.h``,
+    ``cairo`` (pkg-config), ``gcc``), in order of first mention; () when nothing is named."""
+    out: dict[str, None] = {}
+    for text in pip_outputs:
+        for line in text.splitlines():
+            for rx in _SYSTEM_NEEDS:
+                m = rx.search(line)
+                if m:
+                    out[next((g for g in m.groups() if g), None) or "a Rust compiler"] = None
+    return tuple(out)
 
 
 def _named_failures(group: list[Locked], pip_output: str) -> tuple[tuple[str, str], ...]:

@@ -201,7 +201,7 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
         moved = later_bound(problems, reqs, bound, s.uploaded)
         if moved is not None and moved[0] not in {b for b, _ in s.bound_moves}:
             return Try("relaxed", reqs, moved[0], bound_note=f"date bound {bound} -> {moved[0]}: {moved[1]}")
-    names = tuple(n for n in relax.packages_to_look_up(problems) if n not in s.facts.versions)
+    names = tuple(n for n in relax.packages_to_look_up(problems, reqs) if n not in s.facts.versions)
     if names:
         return LookUp(versions=names)
     step = relax.relax(problems, reqs, s.facts)

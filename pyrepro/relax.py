@@ -523,6 +523,51 @@ def rule_widen_conflict(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step
     return None
 
 
+def rule_nearest_compatible(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
+    """A direct exact pin in a conflict with what other packages require of it moves to the release
+    nearest the pin that satisfies all of them (numpy==2.2.0 against mace-torch's numpy<2.0:
+    numpy==1.26.4), instead of widening toward releases that conflict the same way. Left to
+    widen-conflict when a package the code never imports brings the constraint (its pin gives
+    first) or when the release list is not known."""
+    if p.kind != "conflict":
+        return None
+    available = facts.versions.get(p.package)
+    idx = find(reqs, p.package)
+    if not available or len(idx) != 1:
+        return None
+    i = idx[0]
+    wanted = pinned_version(reqs[i])
+    if wanted is None or "*" in wanted:
+        return None
+    others = [(r.split(" (from ")[0], o) for r in p.requirements if (o := _origin(r))]
+    if not others or any(find(reqs, o) and not facts.central(o) for _r, o in others):
+        return None
+    allowed = SpecifierSet()
+    for text, _o in others:
+        r = _parse(text)
+        if r is None:
+            return None
+        allowed &= r.specifier
+    fitting = []
+    for v in available:
+        try:
+            if allowed.contains(Version(v), prereleases=False):
+                fitting.append(v)
+        except InvalidVersion:
+            continue
+    if strip_local(wanted) in fitting:
+        return None
+    near = nearest_version(strip_local(wanted), fitting)
+    if near is None:
+        return None
+    r0 = _parse(reqs[i])
+    new = _format(r0.name if r0 else p.package, r0, f"=={near}")
+    who = ", ".join(dict.fromkeys(f"{t} (from {o})" for t, o in others))
+    return Step("nearest-compatible", p.package, reqs[i], new,
+                f"{reqs[i]} conflicts with {who}; {near} is the release nearest the pin that satisfies them",
+                _edit(reqs, i, new))
+
+
 def rule_drop_unbuildable(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
     """A direct requirement whose metadata cannot be built and that has no known
     replacement gets its version bound dropped (a newer release may build)."""
@@ -565,6 +610,7 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("rename", rule_rename),
     ("nearest-release", rule_nearest_release),
     ("former-name", rule_former_name),
+    ("nearest-compatible", rule_nearest_compatible),
     ("widen-conflict", rule_widen_conflict),
     ("unbuildable-unpin", rule_drop_unbuildable),
 )
@@ -613,9 +659,17 @@ def error_excerpt(text: str, lines: int = 25) -> str:
     return "\n".join(keep[-lines:])
 
 
-def packages_to_look_up(problems: Iterable[Problem]) -> list[str]:
-    """Names whose release lists the rules need (for ``Facts.versions``)."""
-    return sorted({p.package for p in problems if p.kind == "not-found" and p.package})
+def packages_to_look_up(problems: Iterable[Problem], reqs: Sequence[str] = ()) -> list[str]:
+    """Names whose release lists the rules need (for ``Facts.versions``): what was not found, and
+    a conflicting package that ``reqs`` pins exactly (for nearest-compatible)."""
+    out = set()
+    for p in problems:
+        if p.kind == "not-found" and p.package:
+            out.add(p.package)
+        elif p.kind == "conflict" and p.package and any(
+                (v := pinned_version(reqs[i])) is not None and "*" not in v for i in find(tuple(reqs), p.package)):
+            out.add(p.package)
+    return sorted(out)
 
 
 def satisfies(spec: str, version: str) -> bool:

@@ -562,3 +562,49 @@ def test_relax__not_found_with_a_former_pypi_name__former_name_once() -> None:
     # a name without a former one is left to the other rules
     msg2 = msg.replace("rdkit", "nosuchthing")
     assert _step(msg2, ("nosuchthing",)) is None
+
+
+def test_lock_request__exact_pin_conflicts_with_a_dependency__nearest_release_that_fits(tmp_path: Path) -> None:
+    """mbd-mace (corpus2): numpy==2.2.0 against mace-torch 0.3.9's numpy<2.0. Widening the pin
+    to >=2.2,<3 conflicted the same way; the pin moves to the release nearest it that fits."""
+    d = _project(tmp_path, ["mace-torch==0.3.9", "numpy==2.2.0"])
+    seen: list[tuple[str, ...]] = []
+
+    def pdm(argv, cwd, env):  # type: ignore[no-untyped-def]
+        proj = Path(argv[argv.index("-p") + 1])
+        deps = lock.read_pyproject(proj / "pyproject.toml")["project"]["dependencies"]
+        if "--append" not in argv:
+            seen.append(tuple(deps))
+        if "numpy==2.2.0" in deps:
+            return Completed(tuple(argv), 1, "", "ERROR: Unable to find a resolution for numpy\n"
+                                                 "because of the following conflicts:\n"
+                                                 "  numpy<2.0 (from mace-torch@0.3.9)\n"
+                                                 "  numpy==2.2.0 (from project)\n")
+        h = lock.content_hash(lock.read_pyproject(proj / "pyproject.toml"))
+        (proj / "pdm.lock").write_text(GOOD_LOCK.format(h=h.removeprefix("sha256:")))
+        return Completed(tuple(argv), 0, "", "")
+
+    runner = FakeRunner()
+    runner.on(lock.pdm_command(), pdm)
+    runner.on([lock.sys.executable, "-m", "pip", "index"],
+              "numpy (2.3.0)\nAvailable versions: 2.3.0, 2.2.1, 2.2.0, 2.0.0, 1.26.4, 1.26.3, 1.25.2\n")
+    out = lock.lock_request(lock.LockRequest("p", d, "3.11"), runner=runner, python_exe=Path("/usr/bin/python3"))
+    assert out.category == 2 and out.strategy == "relaxed"
+    assert [s.rule for s in out.steps] == ["nearest-compatible"]
+    assert seen[-1] == ("mace-torch==0.3.9", "numpy==1.26.4")
+    assert "numpy<2.0 (from mace-torch)" in out.steps[0].reason
+    assert lock.check_lock_dir(d) == []
+
+
+def test_relax__conflict_brought_by_a_package_never_imported__its_pin_gives_first() -> None:
+    from pyrepro import relax
+
+    msg = ("ERROR: Unable to find a resolution for scikit-learn\nbecause of the following conflicts:\n"
+           "  scikit-learn==1.0.2 (from matbench@0.1.0)\n  scikit-learn==1.2.0 (from project)\n")
+    facts = relax.Facts(versions={"scikit-learn": ("1.0.2", "1.2.0", "1.3.0")}, imported=frozenset({"scikit-learn"}))
+    step = relax.relax(msg, ["matbench==0.1.0", "scikit-learn==1.2.0"], facts)
+    assert step is not None and step.rule == "widen-conflict" and step.package == "matbench"
+    # the same conflict when the harness is imported too: the pin of what conflicts moves
+    step = relax.relax(msg, ["matbench==0.1.0", "scikit-learn==1.2.0"],
+                       relax.Facts(versions=facts.versions, imported=frozenset({"scikit-learn", "matbench"})))
+    assert step is not None and step.rule == "nearest-compatible" and step.after == "scikit-learn==1.0.2"

@@ -62,6 +62,7 @@ def test_reproduce__unresolvable__category_4_with_resolver_message(project: Path
     runner = FakeRunner()
     runner.on(lock.pdm_command(), pdm)
     runner.on([lock.sys.executable, "-c"], "")
+    runner.on([lock.sys.executable, "-m", "pip", "index"], "numpy (1.26.4)\nAvailable versions: 1.26.4, 0.9.8\n")
     res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=False,
                               runner=runner)
     lock_stage = next(s for s in res.stages if s.name == "lock")

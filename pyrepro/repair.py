@@ -46,6 +46,7 @@ from pyrepro.interpreters import RELEASES, python_of_day, version_key
 MAX_BUILD_MOVES = 3  # sdist-to-wheel and sdist-to-older-python moves per build, in all
 MAX_LOCK_MOVES = 2  # not-found-to-older-python moves before the first lock
 MAX_PROVIDER_MOVES = 2  # provider-next-release moves per module
+MAX_UNRESOLVED_MOVES = 3  # unresolved-to-older-python moves (one minor each: 3.13 -> 3.10 at most)
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,9 @@ class Situation:
     online: bool = True
     # exact pins (distribution, version) the failed lock's resolver found no release of for this Python
     unlocked: tuple[tuple[str, str], ...] = ()
+    # the failed lock's problem when it was not ``unlocked`` pins (a conflict, a dependency that
+    # resolves to nothing): "" when the lock did not fail that way
+    lock_failed: str = ""
     sdists: tuple[tuple[str, str], ...] = ()  # locked sdists the last build could not build
     imports: tuple[tuple[str, str, str], ...] = ()  # the last import check: (module, status, message)
     notes: str = ""  # model.toml notes (the reason an import has no distribution, when known)
@@ -166,6 +170,8 @@ def next_move(s: Situation) -> Move:
     try:
         if s.unlocked:
             return _after_lock_failure(s)
+        if s.lock_failed:
+            return _after_unresolved(s)
         if s.sdists:
             return _after_build(s)
         return _after_imports(s)
@@ -247,6 +253,34 @@ def _after_lock_failure(s: Situation) -> Move:
               f"not-found-to-older-python; before: {s.python}, {s.python_reason or 'no reason recorded'})")
     return MovePython(target, reason, "not-found-to-older-python", restore=True,
                       summary=f"{pin} not found for {s.python}")
+
+
+def _after_unresolved(s: Situation) -> Move:
+    """The lock failed for another reason than a missing pin (a conflict no relaxation resolved;
+    mat_discover needs torch<2, which has no CPython 3.13 wheel, so the resolver backtracked into
+    releases that require a dummy). When the submission states no Python, the newest one was a
+    guess: step back one minor at a time (rule ``unresolved-to-older-python``, at most
+    ``MAX_UNRESOLVED_MOVES``), every file restored when that Python does not lock either."""
+    moved = [m for m in s.moves if m.trigger == "lock"]
+    if s.python_stated:
+        return GiveUp("", "")
+    if len(moved) >= MAX_UNRESOLVED_MOVES:
+        return GiveUp(f"no lock on CPython {', '.join(m.python for m in moved)} either (at most "
+                      f"{MAX_UNRESOLVED_MOVES} moves of the Python)")
+    tried = {m.python for m in moved}
+    older = [v for v in older_pythons(s.python) if v not in tried]
+    if not older:
+        return GiveUp(f"no older CPython than {s.python} to try")
+    target = older[-1]
+    missing = _interpreter(s, target)
+    if missing:
+        return GiveUp(f"no lock for CPython {s.python} ({s.lock_failed}); an older Python might lock, but {missing}",
+                      f"install CPython {target} (pyenv install {target}), then rerun")
+    reason = (f"{target}: no lock for CPython {s.python} ({s.lock_failed}), and the submission states no Python; "
+              f"one minor older (rule unresolved-to-older-python; before: {s.python}, "
+              f"{s.python_reason or 'no reason recorded'})")
+    return MovePython(target, reason, "unresolved-to-older-python", restore=True,
+                      summary=f"no lock for {s.python}")
 
 
 # ----------------------------------------------------------------------------------- build

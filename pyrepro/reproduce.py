@@ -370,6 +370,18 @@ def _unlocked_pins(outcome: Any) -> tuple[tuple[str, str], ...]:
                                if v))
 
 
+def _lock_problem(outcome: Any) -> str:
+    """What the failed lock's last attempt complained about, in a few words ("conflict (pytorch)"),
+    or "" when there is nothing a move of the Python could change: no attempt, a resolver that ran
+    out of time (another Python only spends the budget again), the network."""
+    if not outcome.attempts:
+        return ""
+    problems = [p for p in outcome.attempts[-1].problems if p.kind not in ("unknown",)]
+    if not problems or any(p.kind in ("timeout", "network") for p in problems):
+        return ""
+    return ", ".join(dict.fromkeys(f"{p.kind}{f' ({p.package})' if p.package else ''}" for p in problems))
+
+
 def _repair_lock(spec: Any, outcome: Any, paths: Paths, rec: dict[str, Any], moves: list[Any], *, online: bool,
                  runner: Runner, progress: Any, lock_timeout: float | None) -> tuple[Any, Any, str]:
     """A lock that found no release of exact pins for the model's Python asks the repair planner
@@ -384,9 +396,11 @@ def _repair_lock(spec: Any, outcome: Any, paths: Paths, rec: dict[str, Any], mov
         index = WheelIndex(paths.cache)
     while not outcome.ok:
         unlocked = _unlocked_pins(outcome)
-        if not unlocked:
+        failed = "" if unlocked else _lock_problem(outcome)
+        if not unlocked and not failed:
             return spec, outcome, ""
-        move = plan(_situation(spec, online=online, moves=moves, unlocked=unlocked), index=index, runner=runner)
+        move = plan(_situation(spec, online=online, moves=moves, unlocked=unlocked, lock_failed=failed),
+                    index=index, runner=runner)
         if not isinstance(move, repair.MovePython):
             return spec, outcome, getattr(move, "reason", "")
         new, relocked = _relock_on_python(spec, move, paths, runner=runner, progress=progress,
@@ -400,7 +414,8 @@ def _repair_lock(spec: Any, outcome: Any, paths: Paths, rec: dict[str, Any], mov
 
 
 def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple[str, str], ...] = (),
-               imports: tuple[tuple[str, str, str], ...] = (), unlocked: tuple[tuple[str, str], ...] = ()) -> Any:
+               imports: tuple[tuple[str, str, str], ...] = (), unlocked: tuple[tuple[str, str], ...] = (),
+               lock_failed: str = "") -> Any:
     """What the repair planner needs to know of ``spec`` and its lock record (``repair.Situation``)."""
     from pyrepro import lock, repair
     from pyrepro.evidence import NO_EVIDENCE
@@ -421,7 +436,7 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
     return repair.Situation(python=spec.python, python_stated=not (spec.python_reason or "").startswith(NO_EVIDENCE),
                             python_reason=spec.python_reason or "", strategy=str(record.get("strategy", "")),
                             dated=spec.submitted is not None, online=online, sdists=tuple(sdists),
-                            unlocked=tuple(unlocked),
+                            unlocked=tuple(unlocked), lock_failed=lock_failed,
                             imports=tuple(imports), notes=spec.notes or "", moves=tuple(moves),
                             absent={m: why for m, why in absent.items() if why}, provided=provided)
 

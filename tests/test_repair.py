@@ -176,7 +176,8 @@ def _worlds(draw: st.DrawFn) -> tuple[repair.Situation, Oracle]:
     o.next_releases = {("bench_kit", "bench-kit", a): b for a, b in zip(chain, chain[1:], strict=False)}
     s = _s(python=draw(_pythons), python_stated=draw(st.booleans()), strategy=draw(st.sampled_from(
         ["as-declared", "date-bounded", "relaxed"])), dated=draw(st.booleans()), online=draw(st.booleans()),
-        sdists=sdists, imports=rows, provided={"bench_kit": ("bench-kit", "0.1.0")} if draw(st.booleans()) else {})
+        sdists=sdists, imports=rows, provided={"bench_kit": ("bench-kit", "0.1.0")} if draw(st.booleans()) else {},
+        lock_failed=draw(st.sampled_from(["", "", "conflict (x)"])))
     return s, o
 
 
@@ -195,7 +196,7 @@ def test_planner__performing_its_moves__always_ends_and_never_repeats_a_move(wor
             break
         assert move not in seen
         seen.append(move)
-        trigger = "build" if s.sdists else "imports"
+        trigger = "lock" if s.lock_failed else "build" if s.sdists else "imports"
         if isinstance(move, repair.PinWheels):
             m = repair.Moved("wheels", trigger, pins=tuple((st.package, st.after.split("==")[1]) for st in move.steps))
         elif isinstance(move, repair.MovePython):
@@ -217,7 +218,7 @@ def test_planner__performing_its_moves__always_ends_and_never_repeats_a_move(wor
         s = replace(s, moves=(*s.moves, m))
     else:
         raise AssertionError(f"no GiveUp after {len(seen)} moves: {seen}")
-    if not s.sdists and all(r[1] == "ok" for r in s.imports):
+    if not s.lock_failed and not s.sdists and all(r[1] == "ok" for r in s.imports):
         assert isinstance(move, repair.GiveUp) and not seen  # nothing failed: nothing to repair
 
 
@@ -323,3 +324,26 @@ def test_lock__moves_limited_tried_pythons_skipped_offline_and_missing_said() ->
     missing = Oracle({"torch": {"1.11.0": {"3.10"}}}, pythons={"3.11"}).answer(_s(unlocked=(("torch", "1.11.0"),)))
     assert isinstance(missing, repair.GiveUp) and "no Python 3.10 interpreter found" in missing.reason
     assert "pyenv install 3.10" in missing.hint
+
+
+def test_lock_unresolved__unstated_python__one_minor_older_each_time_at_most_three() -> None:
+    o = Oracle()
+    s = _s(python="3.13", lock_failed="conflict (pytorch)")
+    move = o.answer(s)
+    assert isinstance(move, repair.MovePython) and move.python == "3.12" and move.restore
+    assert move.rule == "unresolved-to-older-python" and "conflict (pytorch)" in move.reason
+    assert "before: 3.13" in move.reason
+    tried: tuple[repair.Moved, ...] = ()
+    for py in ("3.12", "3.11", "3.10"):
+        move = o.answer(replace(s, moves=tried))
+        assert isinstance(move, repair.MovePython) and move.python == py
+        tried += (repair.Moved("python", "lock", ok=False, python=py),)
+    end = o.answer(replace(s, moves=tried))
+    assert isinstance(end, repair.GiveUp) and "3.12, 3.11, 3.10" in end.reason
+
+
+def test_lock_unresolved__stated_python_or_missing_interpreter__not_moved() -> None:
+    stated = Oracle().answer(_s(python="3.13", python_stated=True, lock_failed="conflict (x)"))
+    assert isinstance(stated, repair.GiveUp)
+    missing = Oracle(pythons={"3.13"}).answer(_s(python="3.13", lock_failed="conflict (x)"))
+    assert isinstance(missing, repair.GiveUp) and "pyenv install 3.12" in missing.hint

@@ -835,3 +835,55 @@ def test_reproduce__budget__the_lock_gets_at_most_half_of_the_time_left(
     reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=False, budget=600)
     reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=False, force=True)
     assert 250 < asked[0] <= 300 and asked[1] == 15 * 60
+
+
+def test_reproduce_cli__no_lock_for_the_newest_python__older_ones_tried_first_that_locks_kept(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """mat_discover's examples (corpus3 dev): no Python stated, no date, so the newest CPython;
+    mat-discover needs torch<2, which has no wheel for it, and the resolver ends in a conflict on a
+    dummy. The Python steps back one minor at a time (rule unresolved-to-older-python); each
+    Python that does not lock is undone; the first that locks is kept with its reason."""
+    import tomllib
+
+    from pyrepro import interpreters as interp
+    from pyrepro import relax
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+    from pyrepro.lockrecord import Attempt
+
+    root = write_files({"sub/run.py": "import mat_discover\n", "sub/requirements.txt": "mat-discover\n"})
+    locks: list[str] = []
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        locks.append(spec.python)
+        if spec.python != "3.10":
+            err = "ERROR: Unable to find a resolution for pytorch\n  pytorch>=1.7 (from crabnet@1.0.1)"
+            att = Attempt("as-declared", ("mat-discover",), False, 1.0, None, err,
+                          (relax.Problem("conflict", package="pytorch", requirements=("pytorch>=1.7 (from crabnet@1.0.1)",),
+                                         excerpt=err),))
+            (spec.dir / "lock.toml").write_text("schema = 1\ncategory = 4\n")
+            return lock.LockOutcome(spec.name, 4, None, (att,), (), (), (), (), (), 1.0, spec.python, (), 0, "", None,
+                                    None, spec.dir / "lock.toml", "no strategy produced a lock")
+        (spec.dir / "lock.toml").write_text('schema = 1\ncategory = 1\nstrategy = "as-declared"\n')
+        return lock.LockOutcome(spec.name, 1, "as-declared", (), (), (), (), (), (), 1.0, spec.python, ("x",), 2,
+                                "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
+
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(interp, "find_python", lambda version, *, runner=None: Path(f"/usr/bin/python{version}"))
+    monkeypatch.setattr(local, "build", lambda spec, paths, **kw: BuiltModel(
+        spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt", "s" * 20,
+        paths.cache / "launch", "3.10.13", True, True, 0.1))
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["mat_discover"])
+    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [("mat_discover", "ok", "")])
+    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json", "--offline"])
+    rec = _json(capsys)
+    newest = interp.NEWEST
+    assert code == 0, rec
+    assert locks[0] == newest and locks[-1] == "3.10" and len(locks) == 1 + len(
+        [v for v, _d in interp.RELEASES if (3, 10) <= interp.version_key(v) < interp.version_key(newest)])
+    doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
+    assert doc["python"] == "3.10" and "unresolved-to-older-python" in doc["python_reason"]
+    assert "conflict (pytorch)" in doc["python_reason"]
+    lock_row = next(s for s in rec["stages"] if s["stage"] == "lock")
+    assert lock_row["status"] == "ok" and "Python moved to 3.10" in lock_row["detail"]

@@ -441,3 +441,26 @@ def test_gc__named__removes_only_that_model(world: Paths) -> None:
     removed = local.gc(world, [spec], remove=("mini",))
     assert [p.name for p in removed] == ["mini-aaaa"]
     assert (world.cache / "envs" / "other-bbbb").is_dir() and (world.cache / "envs" / "minimal-cccc").is_dir()
+
+
+def test_gc__download_store__keeps_files_a_lock_names_and_fresh_ones(world: Paths) -> None:
+    """The download store (files pip fetched for any lock) loses a file no registry lock names,
+    once it is a day old (a build of a lock not registered yet may be fetching it now); --all
+    empties it; naming a model leaves it alone."""
+    import os
+    import time
+
+    store = local.download_store(world)
+    store.mkdir(parents=True)
+    named = store / "six-1.17.0-py2.py3-none-any.whl"
+    stale, fresh = store / "torch-1.0-cp39-none-any.whl", store / "numpy-2.0-cp311-none-any.whl"
+    for f in (named, stale, fresh):
+        f.write_bytes(b"x")
+    old = time.time() - 2 * local.STALE_TMP_SECONDS
+    for f in (named, stale):
+        os.utime(f, (old, old))
+    specs = list(load_registry(world.models))
+    assert local.gc(world, specs, remove=("mini",)) == [] and stale.exists()
+    assert local.gc(world, specs) == [stale]
+    assert named.exists() and fresh.exists() and not stale.exists()
+    assert sorted(p.name for p in local.gc(world, specs, everything=True)) == sorted([named.name, fresh.name])

@@ -640,7 +640,7 @@ def _sweep(paths: Paths, doomed: Any, dry_run: bool) -> list[Path]:
     """Remove (or list, ``dry_run``) the cached environments, staged sources and launchers for
     which ``doomed(sub, path)`` holds."""
     removed = []
-    for sub in ("envs", "staged", "launchers"):
+    for sub in ("envs", "staged", "launchers", "downloads"):
         d = paths.cache / sub
         if not d.is_dir():
             continue
@@ -659,8 +659,9 @@ def _sweep(paths: Paths, doomed: Any, dry_run: bool) -> list[Path]:
 
 def gc(paths: Paths, specs: list[ModelSpec], *, dry_run: bool = False, remove: tuple[str, ...] = (),
        everything: bool = False) -> list[Path]:
-    """Remove environments, staged sources and launchers that no registry entry references; or,
-    on request, only those of the models named in ``remove`` (or every entry: ``everything``),
+    """Remove environments, staged sources and launchers that no registry entry references, and
+    download-store files that no registry lock names (a day old at least); or, on request, only the
+    entries of the models named in ``remove`` (or every entry and the whole store: ``everything``),
     referenced or not (the next build makes them again).
 
     Hidden entries are temporary build folders (``.<name>-<key>.XXXX``) and helper homes: they are
@@ -675,8 +676,8 @@ def gc(paths: Paths, specs: list[ModelSpec], *, dry_run: bool = False, remove: t
             raise NotFoundError(f"no model and no cached environment named {', '.join(unknown)}",
                                 hint="name a model of the registry (pyrepro report lists them)")
     if remove or everything:  # on request: the named models' entries (every entry with --all), nothing else
-        return _sweep(paths, lambda sub, p: not p.name.startswith(".") and (
-            everything or any(p.name.startswith(f"{n}-") for n in remove)), dry_run)
+        return _sweep(paths, lambda sub, p: not p.name.startswith(".") and (everything if sub == "downloads" else (
+            everything or any(p.name.startswith(f"{n}-") for n in remove))), dry_run)
     keep: set[str] = set()
     keep_prefix: set[str] = set()
     launchers: set[str] = set()
@@ -696,7 +697,17 @@ def gc(paths: Paths, specs: list[ModelSpec], *, dry_run: bool = False, remove: t
             launchers.add(f"{s.name}-{ek[:10]}-{sk[:10]}")
     now = time.time()
 
+    files: set[str] = set()  # the download store keeps the files some model's lock names
+    for s in specs:
+        try:
+            lock_data = tomllib.loads((s.dir / "pdm.lock").read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+        files |= {str(f.get("file", "")) for pkg in lock_data.get("package", []) for f in pkg.get("files", [])}
+
     def unreferenced(sub: str, p: Path) -> bool:
+        if sub == "downloads":
+            return p.is_file() and p.name not in files and now - p.stat().st_mtime > STALE_TMP_SECONDS
         if p.name.startswith("."):  # a temporary build folder, only when an interrupted build left it a day ago
             return p.name.count(".") >= 2 and p.is_dir() and now - p.stat().st_mtime > STALE_TMP_SECONDS
         return not (p.name in (launchers if sub == "launchers" else keep)

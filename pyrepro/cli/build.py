@@ -60,8 +60,9 @@ def register(app: typer.Typer) -> None:
         everything: bool = typer.Option(False, "--all", help="Remove every model's environment and staged source"),
         dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed"),
     ) -> None:
-        """Remove environments and staged sources that no registry entry references; with NAMES or
-        --all, also those of the named (or every) model. A later build makes them again."""
+        """Remove environments and staged sources that no registry entry references, and downloaded
+        files no lock names; with NAMES or --all, also those of the named (or every) model (--all:
+        the whole download store). A later build makes them again."""
         from pyrepro.backends import local
         from pyrepro.paths import Paths
         from pyrepro.registry import load_registry

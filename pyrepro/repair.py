@@ -447,15 +447,34 @@ def _imports_older_python(s: Situation, inside: list[tuple[str, str, str]]) -> M
     python_made = [r for r in inside if "shared object file" not in r[2]]  # a missing system library: no
     if not python_made:
         return None
-    target = older[-1]
+    target, why = older[-1], "so the next older one"
+    removed = _removed_stdlib(s.python, python_made)
+    if removed is not None:  # installed code needs a standard-library module this Python no longer has
+        target, why = removed[0], f"and {removed[1]} left the standard library after {removed[0]}, so {removed[0]}"
     if _interpreter(s, target):
         return None
     first = python_made[0]
     reason = (f"{target}: {first[0]} fails to import inside installed code on CPython {s.python} "
-              f"({first[2][:160]}); no Python was stated, so the next older one (rule imports-to-older-python; "
+              f"({first[2][:160]}); no Python was stated, {why} (rule imports-to-older-python; "
               f"before: {s.python}, {s.python_reason})")
     return MovePython(target, reason, "imports-to-older-python", restore=True,
                       summary=f"{first[0]} failed to import on {s.python}")
+
+
+def _removed_stdlib(python: str, rows: list[tuple[str, str, str]]) -> tuple[str, str] | None:
+    """(newest older CPython that has it, module) for a row whose import failed with "No module
+    named 'imp'" where that module is standard library in an older CPython but not in ``python``
+    (``imp``, ``distutils``: gone in 3.12; ``asynchat``, ``cgi``: gone in 3.13); None otherwise."""
+    from pyrepro.scan.stdlib import stdlib_names
+
+    for _module, _status, message in rows:
+        m = re.search(r"No module named '([A-Za-z_][\w]*)", message)
+        if not m or m.group(1) in stdlib_names(python):
+            continue
+        having = [v for v in older_pythons(python) if m.group(1) in stdlib_names(v)]
+        if having:
+            return having[-1], m.group(1)
+    return None
 
 
 def _provider_next_release(s: Situation, inside: list[tuple[str, str, str]]) -> Move | None:

@@ -347,3 +347,17 @@ def test_lock_unresolved__stated_python_or_missing_interpreter__not_moved() -> N
     assert isinstance(stated, repair.GiveUp)
     missing = Oracle(pythons={"3.13"}).answer(_s(python="3.13", lock_failed="conflict (x)"))
     assert isinstance(missing, repair.GiveUp) and "pyenv install 3.12" in missing.hint
+
+
+def test_imports_inside__stdlib_module_gone_in_this_python__the_newest_that_has_it() -> None:
+    # automatminer (corpus3 dev): "No module named 'imp'" on 3.13; imp left the standard library in
+    # 3.12, so one minor older would fail the same way
+    row = ("automatminer", "failed", "ModuleNotFoundError: No module named 'imp'")
+    move = Oracle().answer(_s(python="3.13", imports=(row,), dated=False))
+    assert isinstance(move, repair.MovePython) and move.python == "3.11"
+    assert "imp left the standard library after 3.11" in move.reason
+    gone_313 = ("x", "failed", "ModuleNotFoundError: No module named 'cgi'")
+    assert Oracle().answer(_s(python="3.13", imports=(gone_313,), dated=False)).python == "3.12"  # type: ignore[union-attr]
+    # a module that is no standard-library one anywhere: the next older, as before
+    other = ("x", "failed", "ModuleNotFoundError: No module named 'foo_internal'")
+    assert Oracle().answer(_s(python="3.13", imports=(other,), dated=False)).python == "3.12"  # type: ignore[union-attr]

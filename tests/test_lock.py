@@ -374,10 +374,10 @@ def test_cli_init_then_lock_project__matbench_style_folder__category_1_to_3_read
         assert any(d.startswith("matbench 0.1.0 -> ") for d in rec["drift"])
         # init keeps the newest of the two declared scikit-learn pins (1.2.0), so that is the pin
         # the lock starts from; matbench 0.2 itself pins scikit-learn==0.24.1, so the resolver's
-        # conflict then widens and drops it
+        # conflict moves the pin to the release that fits both (rule nearest-compatible)
         sk = [(s["rule"], s["before"], s["after"]) for s in rec["steps"] if s["package"] == "scikit-learn"]
-        assert sk[0][:2] == ("widen-conflict", "scikit-learn==1.2.0")
-        assert sk[-1][2] == "scikit-learn" and any("matbench@0.2" in s["trigger"] for s in rec["steps"])
+        assert sk == [("nearest-compatible", "scikit-learn==1.2.0", "scikit-learn==0.24.1")], sk
+        assert any("matbench@0.2" in s["trigger"] for s in rec["steps"])
 
 
 def test_relax__contradictory_exact_pins__newest_existing_kept() -> None:

@@ -32,12 +32,12 @@ NEWEST = RELEASES[-1][0]
 
 
 # The first patch release of a minor that locks target, where it is not x.y.0, with the reason.
-# Widely used packages declare python_requires on a minor's first bug-fix release; a lock for
+# Widely used packages declare python_requires on a minor's early bug-fix releases; a lock for
 # every patch release of the minor (``==3.7.*``, which takes in 3.7.0, a release no one runs
 # today) leaves out each of their releases: it fails, or quietly takes years-older ones.
 PATCH_FLOORS: dict[str, tuple[str, str]] = {
-    "3.6": ("3.6.1", "pandas 0.25.x-1.1.x and scikit-learn 0.24 declare python_requires>=3.6.1 "
-                     "(3.6.0's typing.NamedTuple bug); with ==3.6.* pandas stops at 0.24"),
+    "3.6": ("3.6.2", "torch 1.7.1-1.10.2 declare python_requires>=3.6.2, pandas 0.25-1.1 >=3.6.1: with "
+                     "==3.6.* torch stops at 1.7.0 (DGL 0.9 then refuses to import) and pandas at 0.24"),
     "3.7": ("3.7.1", "pandas 1.2-1.3 declare python_requires>=3.7.1; with ==3.7.* a pin like "
                      "pandas>=1.2.3 does not resolve (alignn 2021)"),
 }

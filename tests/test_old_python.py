@@ -22,7 +22,7 @@ from pyrepro import buildreqs, lock, pdmrun, proc
 from pyrepro.backends import local
 from pyrepro.errors import ExternalToolError, MissingToolError
 from pyrepro.index import Index
-from pyrepro.interpreters import lock_range
+from pyrepro.interpreters import first_patch, lock_range
 from pyrepro.paths import Paths
 from pyrepro.proc import Completed
 from pyrepro.registry import load_registry
@@ -78,7 +78,7 @@ def test_lock_request__old_target__pdm_runs_stand_in_never_the_target(tmp_path: 
     assert x86[len(STAND_IN_CMD):len(STAND_IN_CMD) + 2] == ("lock", "-v")
     i = x86.index("--python")
     # from the minor's first bug-fix release: pandas 1.0-1.3 declare python_requires>=3.6.1 / >=3.7.1
-    assert x86[i:i + 6] == ("--python", f">={python}.1,<3.{int(python[2]) + 1}", "--platform", "manylinux_2_28_x86_64",
+    assert x86[i:i + 6] == ("--python", lock_range(python), "--platform", "manylinux_2_28_x86_64",
                             "--implementation", "cpython")
     assert "--append" in arm and "manylinux_2_28_aarch64" in arm
     assert env[pdmrun.STAND_IN_ENV] == env["PDM_PYTHON"] == str(stand_in) == env2[pdmrun.STAND_IN_ENV]
@@ -214,7 +214,7 @@ def test_lock__3_7__dependency_needing_the_first_bugfix_release__locks(tmp_path:
     assert 'name = "pandas"' in (d / "pdm.lock").read_text()
 
 
-@pytest.mark.parametrize(("python", "expect"), [("3.6", ">=3.6.1,<3.7"), ("3.7", ">=3.7.1,<3.8"),
+@pytest.mark.parametrize(("python", "expect"), [("3.6", ">=3.6.2,<3.7"), ("3.7", ">=3.7.1,<3.8"),
                                                 ("3.8", "==3.8.*"), ("3.10", "==3.10.*")])
 def test_init__old_minor__pyproject_requires_python_from_its_first_bugfix_release(
         write_files: Any, tmp_path: Path, isolated_cache: Path, python: str, expect: str) -> None:
@@ -449,7 +449,7 @@ def test_reproduce__old_python_from_an_empty_cache__locks_builds_imports(
     assert stages["imports"].status == "ok" and "numpy" in stages["imports"].detail
     assert "termcolor" in stages["imports"].detail
     model = root / "models" / sub.name
-    assert f'requires_python = "~={python}.1"' in (model / "pdm.lock").read_text()  # pdm's form of lock_range
+    assert f'requires_python = "~={first_patch(python)}"' in (model / "pdm.lock").read_text()  # pdm's form of lock_range
     assert lock.check_lock_dir(model) == []
     assert "pdm ran on" in (model / "lock.toml").read_text()
     env = next((cache / "envs").glob(f"{sub.name}-*"))
@@ -460,3 +460,16 @@ def test_reproduce__old_python_from_an_empty_cache__locks_builds_imports(
     leftovers = [*temp.rglob("pdm-build-*"), *temp.glob("pyrepro-pdm-tmp-*")]
     assert leftovers == [], leftovers
     assert not os.environ.get(pdmrun.STAND_IN_ENV)
+
+
+@pytest.mark.integration
+@pytest.mark.network
+def test_lock__3_6__torch_of_the_last_cp36_release(tmp_path: Path) -> None:
+    """LocalRetro 2021 (corpus3 dev): torch 1.7.1-1.10.2 declare python_requires>=3.6.2, so a lock
+    for ==3.6.* (or >=3.6.1) stopped at torch 1.7.0, and DGL then refused to import."""
+    if not _pypi_reachable():
+        pytest.skip("PyPI is not reachable")
+    d = _project(tmp_path, "3.6", ("torch",))
+    out = lock.lock_request(lock.LockRequest("p", d, "3.6"), timeout=600, aarch64=False)
+    assert out.ok, out.message
+    assert lock.read_lock_versions((d / "pdm.lock").read_text())["torch"] == "1.10.2"

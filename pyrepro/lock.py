@@ -588,6 +588,21 @@ def persist_python(req: LockRequest, python: str, reason: str) -> None:
     _regenerate(req)
 
 
+def persist_era(req: LockRequest, day: str, reason: str, *, python: str | None = None) -> None:
+    """Write a submission date (ISO ``day``) found by a repair and its reason into model.toml, with
+    a new target Python when given, and regenerate the pyproject."""
+    if req.model_toml is None:
+        raise ResolutionError(f"{req.name}: no model.toml to record the date in")
+    doc = tomlkit.parse(req.model_toml.read_text(encoding="utf-8"))
+    doc["submitted"] = day
+    doc["submitted_reason"] = reason
+    if python is not None:
+        doc["python"] = python
+        doc["python_reason"] = reason
+    atomic_write_text(req.model_toml, tomlkit.dumps(doc))
+    _regenerate(req)
+
+
 def _regenerate(req: LockRequest) -> None:
     assert req.model_toml is not None
     try:

@@ -14,6 +14,9 @@ far and the facts looked up) and ``next_move`` returns exactly one move:
   when that Python does not lock, every file goes back as it was and the planner is asked again;
 - ``RelockByDate``: relock with nothing newer than the submission's date (imports failing inside
   installed code under an as-declared lock), rebuild;
+- ``RelockByEra``: an undated submission whose installed code fails to import takes the upload
+  day of the failing distribution's locked release as its date (and the Python settled by then,
+  when it states none): rule ``era-of-failing-release``, model.toml records both, relock, rebuild;
 - ``AddProviders``: modules no installed distribution provides get the distribution whose wheel,
   released by the submission's date, ships them (``pyrepro.providers``; rule ``import-provider``):
   recorded in model.toml with that evidence, relock, rebuild;
@@ -101,6 +104,9 @@ class Situation:
     absent: Mapping[str, str] = field(default_factory=dict)  # module -> the name table's reason it is not on PyPI
     # module -> (distribution, locked version) of the providers pyrepro chose for undeclared imports
     provided: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # module -> (distribution, locked version) providing each module whose import failed (as far
+    # as the name table and the lock tell)
+    installed: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     moves: tuple[Moved, ...] = ()
     facts: Facts = field(default_factory=Facts)
 
@@ -122,6 +128,18 @@ class MovePython:
 @dataclass(frozen=True)
 class RelockByDate:
     reason: str
+
+
+@dataclass(frozen=True)
+class RelockByEra:
+    """An undated submission gets the date of the release whose import fails (``day``, ISO): relock
+    with nothing newer, on ``python`` (the Python settled by that day when the submission states
+    none, else its own)."""
+
+    day: str
+    python: str
+    reason: str
+    summary: str = ""
 
 
 @dataclass(frozen=True)
@@ -154,7 +172,7 @@ class GiveUp:
     hint: str = ""  # the next step a person would take ("" : the failure's own hint)
 
 
-Move = PinWheels | MovePython | RelockByDate | AddProviders | PinProvider | LookUp | GiveUp
+Move = PinWheels | MovePython | RelockByDate | RelockByEra | AddProviders | PinProvider | LookUp | GiveUp
 
 
 class _Need(Exception):
@@ -413,6 +431,10 @@ def _after_imports(s: Situation) -> Move:
         # numpy 2.4 fails with "numpy.dtype size changed"): nothing newer than the submission's date
         first = inside[0]
         return RelockByDate(f"{first[0]} fails to import inside installed code ({first[2][:160]})")
+    if inside and "era-of" not in tried and not s.dated:
+        move = _era_of_failing_release(s, inside)
+        if move is not None:
+            return move
     if inside and "python" not in tried and not s.python_stated:
         move = _imports_older_python(s, inside)
         if move is not None:
@@ -459,6 +481,41 @@ def _imports_older_python(s: Situation, inside: list[tuple[str, str, str]]) -> M
               f"before: {s.python}, {s.python_reason})")
     return MovePython(target, reason, "imports-to-older-python", restore=True,
                       summary=f"{first[0]} failed to import on {s.python}")
+
+
+def _era_of_failing_release(s: Situation, inside: list[tuple[str, str, str]]) -> Move | None:
+    """A submission with no date whose installed code fails to import (automatminer 2020 on today's
+    scikit-learn: "No module named 'sklearn.metrics.scorer'"): the locked release of the
+    distribution that fails was made against the packages of its own day, so that day becomes the
+    submission's date bound, and the Python settled by then when the submission states none (rule
+    ``era-of-failing-release``, once). None when no failing module's distribution is known."""
+    from pyrepro.interpreters import settled_pythons
+
+    for module, _status, message in inside:
+        got = s.installed.get(module.split(".")[0])
+        if got is None:
+            continue
+        dist, version = got
+        if (dist, version) not in s.facts.uploaded:
+            raise _Need(LookUp(uploads=((dist, version),)))
+        day = s.facts.uploaded[(dist, version)]
+        try:
+            when = dt.date.fromisoformat(day) if day else None
+        except ValueError:
+            when = None
+        if when is None:
+            continue
+        python, how = s.python, f"on CPython {s.python}"
+        settled = settled_pythons(when)
+        if not s.python_stated and settled and version_key(settled[-1]) < version_key(s.python) \
+                and not _interpreter(s, settled[-1]):
+            python, how = settled[-1], f"on CPython {settled[-1]}, the Python settled by then"
+        reason = (f"{when.isoformat()}: {module} fails to import inside installed code on CPython {s.python} "
+                  f"({message[:160]}); the submission has no date, and {dist} {version}, the release locked, was "
+                  f"uploaded {when.isoformat()}: relocked with nothing newer than that day {how} (rule "
+                  f"era-of-failing-release)")
+        return RelockByEra(when.isoformat(), python, reason, summary=f"{module} failed to import on {s.python}")
+    return None
 
 
 def _removed_stdlib(python: str, rows: list[tuple[str, str, str]]) -> tuple[str, str] | None:

@@ -427,8 +427,19 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
         record = {}
     absent = {r[0].split(".")[0]: known_absent(r[0]) for r in imports if repair.not_provided(r)}
     provided: dict[str, tuple[str, str]] = {}
+    installed: dict[str, tuple[str, str]] = {}
     if imports:  # the providers pyrepro chose ([mapping] entries of rule import-provider), as locked
         locked = _locked_versions(spec)
+        from pyrepro.resolve import Resolver
+
+        resolver = Resolver(model_mapping={m.module: m.distribution for m in spec.mapping})
+        for r in imports:
+            if r[1] == "ok":
+                continue
+            top = r[0].split(".")[0]
+            dist = canonicalize_name(resolver.resolve(top).distribution or top)
+            if dist in locked:
+                installed[top] = (dist, locked[dist])
         for m in spec.mapping:
             if "rule import-provider" in (m.reason or "") and canonicalize_name(m.distribution) in locked:
                 provided[m.module.split(".")[0]] = (canonicalize_name(m.distribution),
@@ -438,7 +449,8 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
                             dated=spec.submitted is not None, online=online, sdists=tuple(sdists),
                             unlocked=tuple(unlocked), lock_failed=lock_failed,
                             imports=tuple(imports), notes=spec.notes or "", moves=tuple(moves),
-                            absent={m: why for m, why in absent.items() if why}, provided=provided)
+                            absent={m: why for m, why in absent.items() if why}, provided=provided,
+                            installed=installed)
 
 
 def _locked_versions(spec: Any) -> dict[str, str]:
@@ -527,7 +539,7 @@ def _relock_with_providers(spec: Any, move: Any, paths: Paths, *, runner: Runner
 
 
 def _relock_or_restore(spec: Any, change: Callable[[], object], paths: Paths, *, runner: Runner, progress: Any,
-                       lock_timeout: float | None) -> tuple[Any, Any]:
+                       lock_timeout: float | None, start: str | None = None) -> tuple[Any, Any]:
     """``change`` model.toml, relock: (new spec, outcome), or (None, None) with model.toml,
     pyproject.toml, pdm.lock and lock.toml back as they were when the change does not lock."""
     from pyrepro import lock
@@ -540,7 +552,8 @@ def _relock_or_restore(spec: Any, change: Callable[[], object], paths: Paths, *,
     new = parse_model(spec.path)
     try:
         outcome = lock.lock_model(new, paths, runner=runner, progress=progress,
-                                  **({"timeout": lock_timeout} if lock_timeout else {}))
+                                  **({"timeout": lock_timeout} if lock_timeout else {}),
+                                  **({"start": start} if start else {}))
     except PyreproError:
         outcome = None
     if outcome is None or not outcome.ok:
@@ -688,6 +701,21 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                         rec.setdefault("relaxed", []).append(
                             f"{move.distribution} {move.before} -> {move.version}: {move.reason}")
                         _relocked(stages, outcome, f"after moving {move.distribution} {move.before} -> {move.version}")
+                        spec, relocked = new, True
+                        break
+                    continue
+                if isinstance(move, repair.RelockByEra):
+                    new, outcome = _relock_or_restore(
+                        spec, lambda mv=move: lock.persist_era(lock.LockRequest.from_spec(spec), mv.day, mv.reason,
+                                                               python=mv.python if mv.python != spec.python else None),
+                        paths, runner=runner, progress=progress, lock_timeout=_lock_timeout(rec, lock_timeout),
+                        start="date-bounded")
+                    moves.append(repair.Moved("era-of", "imports", ok=new is not None, python=move.python))
+                    if new is not None:
+                        rec.setdefault("relaxed", []).append(f"submission date {move.day}: {move.reason}")
+                        if move.python != spec.python:
+                            rec["python"], rec["python_reason"] = move.python, move.reason
+                        _relocked(stages, outcome, f"date-bounded after {move.summary}")
                         spec, relocked = new, True
                         break
                     continue

@@ -361,3 +361,24 @@ def test_imports_inside__stdlib_module_gone_in_this_python__the_newest_that_has_
     # a module that is no standard-library one anywhere: the next older, as before
     other = ("x", "failed", "ModuleNotFoundError: No module named 'foo_internal'")
     assert Oracle().answer(_s(python="3.13", imports=(other,), dated=False)).python == "3.12"  # type: ignore[union-attr]
+
+
+_SCORER = ("automatminer", "failed", "ModuleNotFoundError: No module named 'sklearn.metrics.scorer'")
+
+
+def test_imports_inside__undated__era_of_the_failing_release_and_its_python() -> None:
+    # automatminer (corpus3 dev): no date; its 2020 release imports a scikit-learn module removed in 0.24
+    o = Oracle(uploads={"automatminer==1.0.3.20200727": "2020-07-27"})
+    s = _s(python="3.11", dated=False, imports=(_SCORER,), installed={"automatminer": ("automatminer", "1.0.3.20200727")})
+    move = o.answer(s)
+    assert isinstance(move, repair.RelockByEra) and move.day == "2020-07-27" and move.python == "3.8"
+    assert "era-of-failing-release" in move.reason and "automatminer 1.0.3.20200727" in move.reason
+    # once; then the older-Python rule as before
+    after = replace(s, moves=(repair.Moved("era-of", "imports", ok=False, python="3.8"),))
+    assert isinstance(o.answer(after), repair.MovePython)
+    # a stated Python stays; a dated submission relocks by its own date instead
+    stated = o.answer(replace(s, python_stated=True))
+    assert isinstance(stated, repair.RelockByEra) and stated.python == "3.11"
+    assert not isinstance(o.answer(replace(s, dated=True)), repair.RelockByEra)
+    # the release's upload day unknown: no era
+    assert not isinstance(Oracle().answer(s), repair.RelockByEra)

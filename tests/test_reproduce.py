@@ -887,3 +887,50 @@ def test_reproduce_cli__no_lock_for_the_newest_python__older_ones_tried_first_th
     assert "conflict (pytorch)" in doc["python_reason"]
     lock_row = next(s for s in rec["stages"] if s["stage"] == "lock")
     assert lock_row["status"] == "ok" and "Python moved to 3.10" in lock_row["detail"]
+
+
+def test_reproduce_cli__undated_installed_code_fails_to_import__relocked_by_the_era_of_its_release(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """automatminer's dev scripts (corpus3 dev): no date, no Python stated; the newest automatminer
+    (2020) imports sklearn.metrics.scorer, gone from today's scikit-learn. Its upload day becomes the
+    submission's date, with the Python settled by then (rule era-of-failing-release); model.toml
+    records both; the date-bounded relock imports."""
+    import tomllib
+
+    from pyrepro import interpreters as interp
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+
+    root = write_files({"sub/run.py": "import automatminer\n"})
+    listing = [{"filename": "automatminer-1.0.3.20200727-py3-none-any.whl", "url": "u",
+                "upload-time": "2020-07-27T10:00:00Z"}]
+    monkeypatch.setattr("pyrepro.index._urllib_fetch", lambda url: json.dumps({"files": listing}).encode()
+                        if "/automatminer/" in url else None)
+    locks: list[tuple[str, str, str | None]] = []
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        locks.append((spec.python, kw.get("start", "as-declared"), spec.submitted and spec.submitted.isoformat()))
+        (spec.dir / "lock.toml").write_text(f'schema = 1\ncategory = 1\nstrategy = "{kw.get("start", "as-declared")}"\n')
+        (spec.dir / "pdm.lock").write_text('[[package]]\nname = "automatminer"\nversion = "1.0.3.20200727"\n')
+        return lock.LockOutcome(spec.name, 1, kw.get("start", "as-declared"), (), (), (), (), (), (), 1.0, spec.python,
+                                ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
+
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(interp, "find_python", lambda version, *, runner=None: Path(f"/usr/bin/python{version}"))
+    monkeypatch.setattr(local, "build", lambda spec, paths, **kw: BuiltModel(
+        spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt", "s" * 20,
+        paths.cache / "launch", f"{spec.python}.9", True, True, 0.1))
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["automatminer"])
+    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [
+        ("automatminer", "ok", "") if spec.submitted else
+        ("automatminer", "failed", "ModuleNotFoundError: No module named 'sklearn.metrics.scorer'")])
+    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json"])
+    rec = _json(capsys)
+    assert code == 0, rec
+    doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
+    assert doc["submitted"] == "2020-07-27" and "era-of-failing-release" in doc["submitted_reason"]
+    assert doc["python"] == "3.8" and "the Python settled by then" in doc["python_reason"]
+    assert locks == [(interp.NEWEST, "as-declared", None), ("3.8", "date-bounded", "2020-07-27")]
+    lock_row = next(s for s in rec["stages"] if s["stage"] == "lock")
+    assert "date-bounded after automatminer failed to import" in lock_row["detail"]

@@ -382,3 +382,32 @@ def test_init__every_file_on_python_2__python_2_named(write_files: Write, tmp_pa
     root = write_files({"sub/a.ipynb": _kernel_nb("2.7.12"), "sub/b.ipynb": _kernel_nb("2.7.6")})
     doc = _init(root / "sub", tmp_path / "models", "--offline")
     assert doc["python"] == "2.7"
+
+
+def test_init__python_2_script_beside_python_3_code__a_leftover_not_the_python(
+        write_files: Write, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a 2023 project with one old helper script (a print statement) among f-string code
+    root = write_files({"sub/bin/old_tool.py": "import sys\nprint 'done'\n",
+                        "sub/train.py": "import numpy\nname = 'x'\nprint(f'{name}')\n",
+                        "sub/lib/model.py": "async def fetch():\n    return 1\n"})
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    assert doc["python"] != "2.7"
+    said = capsys.readouterr()
+    assert "bin/old_tool.py" in said.out + said.err and "leftovers" in said.out + said.err
+
+
+def test_init__python_2_code_and_nothing_only_python_3_parses__python_2(write_files: Write, tmp_path: Path) -> None:
+    root = write_files({"sub/a.py": "import numpy\nprint 'x'\n", "sub/b.py": "import os\nx = '%s' % 1\n"})
+    assert _init(root / "sub", tmp_path / "models", "--offline")["python"] == "2.7"
+
+
+@pytest.mark.parametrize(("line", "py3"), [
+    ("x = f'{a}'", True), ("x = rf\"{a}\"", True), ("async def f():", True), ("    nonlocal n", True),
+    ("    yield from g()", True), ("def f(a) -> int:", True), ("def f(a) -> Dict[str, int]:  # doc", True),
+    ("if x: y = 'elif'", False), ("# f'{a}'", False), ("print 'x'", False), ("x = 'a' if b else\"c\"", False),
+    ("import foo as f", False),
+])
+def test_python3_only__syntax_python_2_cannot_parse(line: str, py3: bool) -> None:
+    from pyrepro.scan import _python3_only
+
+    assert (_python3_only(line + "\n") is not None) is py3

@@ -118,6 +118,7 @@ class FileFacts:
     warnings: tuple[Warning_, ...] = ()
     unreadable: tuple[Warning_, ...] = ()  # a declaration file that could not be read at all, and why
     python2: tuple[Warning_, ...] = ()
+    python3: tuple[Warning_, ...] = ()  # the first Python-3-only syntax of a file without Python 2 evidence
     entry_points: tuple[EntryPoint, ...] = ()
     syspath: tuple[tuple[Location, str], ...] = ()
     script: bool = False  # run as a script (a notebook, or ``if __name__ == "__main__"``)
@@ -384,8 +385,40 @@ def _code_payload(parsed: pysrc.Parsed, cell: int | None, out: dict[str, list[An
 
 
 def _empty_payload() -> dict[str, Any]:
-    return {"imports": [], "commands": [], "warnings": [], "python2": [], "syspath": [], "entry_points": [],
-            "script": False, "lines": 0, "code": False, "commented_installs": []}
+    return {"imports": [], "commands": [], "warnings": [], "python2": [], "python3": [], "syspath": [],
+            "entry_points": [], "script": False, "lines": 0, "code": False, "commented_installs": []}
+
+
+# Syntax that Python 2 cannot parse, found line by line (the fast reader parses only what can hold
+# imports): a file that has it and parses is Python 3 code. Comment lines are skipped.
+_PYTHON3_ONLY = (
+    (re.compile(r"""(?<![\w'"])(?:[fF][rR]?|[rR][fF])(?:'|")"""), "an f-string"),
+    (re.compile(r"^\s*async\s+def\s"), "async def"),
+    (re.compile(r"^\s*nonlocal\s+\w"), "nonlocal"),
+    (re.compile(r"\byield\s+from\s"), "yield from"),
+    (re.compile(r"^\s*def\s+\w+\s*\(.*\)\s*->\s*[^:]+:\s*(?:#.*)?$"), "a return annotation"),
+)
+
+
+def _python3_only(text: str) -> tuple[int, str] | None:
+    """(line, what) of the first Python-3-only syntax in ``text``, or None."""
+    if not any(k in text for k in ("f'", 'f"', "F'", 'F"', "async", "nonlocal", "yield", "->")):
+        return None
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("#"):
+            continue
+        for rx, what in _PYTHON3_ONLY:
+            if rx.search(line):
+                return n, what
+    return None
+
+
+def _python3_payload(text: str, parsed: pysrc.Parsed, cell: int | None, out: dict[str, Any]) -> None:
+    if out["python3"] or parsed.python2:
+        return
+    hit = _python3_only(text)
+    if hit is not None:
+        out["python3"].append([hit[0], cell, hit[1]])
 
 
 # "# !pip install x" / "#%pip install x": the install line of a notebook kept as a comment (a converted
@@ -423,6 +456,7 @@ def extract_bytes(kind: str, data: bytes, thorough: bool = False) -> dict[str, A
         parsed = pysrc.parse_code(text) if thorough else fastpy.parse_fast(text)
         out["script"] = parsed.main_guard
         _code_payload(parsed, None, out)
+        _python3_payload(text, parsed, None, out)
         _commented_installs(text, None, out)
     elif kind == "notebook":
         out["code"] = True
@@ -437,7 +471,9 @@ def extract_bytes(kind: str, data: bytes, thorough: bool = False) -> dict[str, A
         out["script"] = True  # a notebook runs in its own folder
         for c in cells:
             out["lines"] += _count_lines(c.source)
-            _code_payload(pysrc.parse_code(c.source), c.index, out)
+            cell_parsed = pysrc.parse_code(c.source)
+            _code_payload(cell_parsed, c.index, out)
+            _python3_payload(c.source, cell_parsed, c.index, out)
             _commented_installs(c.source, c.index, out)
     elif kind == "shell":  # extract() has already checked that the file is a shell script
         text = data.decode("utf-8", errors="replace")
@@ -472,6 +508,7 @@ def _facts(src: SourceFile, payload: dict[str, Any]) -> FileFacts:
     return FileFacts(
         source=src, imports=imports, commands=commands, declared=tuple(declared), warnings=tuple(warnings),
         python2=tuple(Warning_(loc(line, cell), msg) for line, cell, msg in payload["python2"]),
+        python3=tuple(Warning_(loc(line, cell), msg) for line, cell, msg in payload.get("python3", ())),
         entry_points=tuple(EntryPoint(i, s, loc(line, None)) for i, s, line in payload["entry_points"]),
         syspath=tuple((loc(line, cell), folder) for line, cell, folder in payload["syspath"]),
         script=bool(payload["script"]), lines=int(payload["lines"]), code=bool(payload["code"]))
@@ -877,6 +914,16 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
             if (walked.root / cand).is_file():
                 entries.append(EntryPoint("python", cand, Location(cand)))
                 break
+    python3 = [w for f in facts for w in f.python3]
+    if python2 and python3:
+        # Python 2 code beside code only Python 3 parses (one old helper script in a 2023 project):
+        # a leftover, not evidence of the submission's Python; said once, with both places
+        py2_files = sorted({str(w.location.path) for w in python2})
+        warnings.append(Warning_(python2[0].location, (
+            f"Python 2 code in {len(py2_files)} file(s) ({', '.join(py2_files[:3])}"
+            f"{', ...' if len(py2_files) > 3 else ''}) beside Python 3 code ({python3[0].location}: "
+            f"{python3[0].message}): taken as leftovers, not as the submission's Python")))
+        python2 = []
     local = tuple(LocalModule(m, p, tuple(sorted(set(locs), key=_loc_key))) for m, (p, locs) in sorted(local_locs.items()))
     return Classified(tuple(third), local, _tree_modules(walked.all_files),
                       tuple(python2), tuple(warnings), tuple(tools), tuple(entries), tuple(declared), n_files, n_lines,

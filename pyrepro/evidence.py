@@ -205,9 +205,18 @@ def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = N
             # a Python 2 file beside Python 3 ones is a leftover (one notebook last run on a 2.7 kernel
             # among many on 3.6): the submission as a whole runs on Python 3, so the oldest 3.x
             chosen = py3[0] if py3 else versions[0]
-            where = "; ".join(str(e) for e in same)
             took = f"took the oldest, {chosen}" if chosen == versions[0] else \
                 f"took the oldest Python 3, {chosen} (Python 2 files beside Python 3 ones are leftovers)"
+            targeted = [v for v in py3 if version_key(v) >= version_key(RELEASES[0][0])]
+            if best.kind == "notebook" and targeted:
+                # kernels the notebooks last ran on: the one most of them name (ties: the oldest),
+                # never one pyrepro cannot target when another is named (one notebook on 3.5.2
+                # among 3.7.1 and 3.6.8 ones: SMACT's examples)
+                counts = {v: sum(1 for e in same if e.version == v) for v in targeted}
+                chosen = max(targeted, key=lambda v: (counts[v], [-x for x in version_key(v)]))
+                took = (f"took the one most notebooks name, {chosen} ({counts[chosen]} of {len(same)})"
+                        if len(set(counts.values())) > 1 or len(targeted) == 1 else f"took the oldest, {chosen}")
+            where = "; ".join(str(e) for e in same)
             return PythonChoice(chosen, f"the submission's files disagree ({where}); {took}{clash}",
                                 tuple(evidence))
         return PythonChoice(best.version, f"{best.location}: {best.text}{clash}", tuple(evidence))

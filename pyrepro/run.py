@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import platform
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -604,8 +605,12 @@ def check_imports(spec: ModelSpec, built: BuiltModel, *, modules: Sequence[str] 
            "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
     req: dict[str, list[str]] = ({"modules": list(modules)} if modules else
                                  {"modules": scanned_modules(spec, built), "distributions": model_distributions(spec)})
-    done = runner([str(built.env_dir / "bin" / "python"), "-c", _import_probe(), json.dumps(req)],
-                  env=env, check=False, timeout=1800)
+    # in an empty folder of its own: ``python -c`` puts the working directory first on sys.path, so
+    # the caller's folder would lend its own modules (a checkout's models/ answered LocalRetro's
+    # missing 'models'), and an import that writes a file (automatminer's log) would write there
+    with tempfile.TemporaryDirectory(prefix="pyrepro-imports-") as work:
+        done = runner([str(built.env_dir / "bin" / "python"), "-c", _import_probe(), json.dumps(req)],
+                      env=env, check=False, timeout=1800, cwd=Path(work))
     try:
         rows = json.loads(done.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):

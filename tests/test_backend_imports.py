@@ -65,3 +65,29 @@ def test_scanned_modules__import_no_distribution_provides__checked_not_skipped(t
     built = BuiltModel("mini", "local", tmp_path / "env", "k" * 20, src, rt, "s" * 20, tmp_path / "l", "3.11.9",
                        True, True, 0.0)
     assert run.scanned_modules(spec, built) == ["ocpmodels", "six"]
+
+
+def test_check_imports__never_the_callers_folder__an_empty_one_of_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -c`` puts the working directory first on sys.path: run from a checkout, its
+    models/ folder answered a submission's missing 'models' module (LocalRetro, corpus3 dev), and
+    automatminer's import wrote its log file there."""
+    import os
+    import sys
+
+    from pyrepro import run
+    from pyrepro.backends import BuiltModel
+
+    env = tmp_path / "env"
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "python").symlink_to(sys.executable)
+    caller = tmp_path / "caller"
+    (caller / "models").mkdir(parents=True)  # a namespace package, importable from the caller's folder
+    (caller / "models" / "x.py").write_text("")
+    monkeypatch.chdir(caller)
+    built = BuiltModel("m", "local", env, "k" * 20, tmp_path / "src", tmp_path / "rt", "s" * 20, tmp_path / "l",
+                       "3.11.9", True, True, 0.0)
+    spec = load_registry(SC / "models").get("mini")
+    rows = run.check_imports(spec, built, modules=["models", "json"])
+    assert [(m, st) for m, st, _ in rows] == [("models", "error"), ("json", "ok")], rows
+    assert sorted(os.listdir(caller)) == ["models"]

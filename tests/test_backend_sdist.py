@@ -236,3 +236,31 @@ def test_build_env__sdist_needs_a_system_library__error_names_it(tmp_path: Path)
     assert "system's package manager" in (err.value.hint or "")
     assert err.value.packages == (("torch-scatter", "2.1.1"),)
     assert not list((paths.cache / "envs").glob("mini-*"))  # nothing half-written
+
+
+def test_build_env__store_holds_every_wheel__installed_without_a_download_else_downloaded(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    shutil.copytree(SC / "models", root / "models")
+    paths = Paths(root=root, cache=tmp_path / "cache")
+    spec = load_registry(paths.models).get("mini")
+    store = local.download_store(paths)
+    store.mkdir(parents=True)
+    (store / "six-1.17.0-py2.py3-none-any.whl").write_bytes(b"x")
+    calls: list[list[str]] = []
+    rc = {"install": 0}
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[1:4] in (["-m", "pip", "download"], ["-m", "pip", "install"]):
+            calls.append(argv[3:])
+            return Completed(tuple(argv), rc["install"] if argv[3] == "install" and not calls[1:] else 0, "", "")
+        return proc.run(cmd, **kw)
+
+    local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
+    assert [c[0] for c in calls] == ["install"] and "--no-index" in calls[0]  # no index asked at all
+    # the store's file does not fit (pip says so): downloaded, then installed from the store
+    shutil.rmtree(paths.cache / "envs")
+    calls.clear()
+    rc["install"] = 1
+    local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
+    assert [c[0] for c in calls] == ["install", "download", "install"]

@@ -306,12 +306,24 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                                   on_line=output_detail(progress, label, pip_detail))
                     progress.advance(label, 0, "build tools for the build without isolation: " + " ".join(tools))
                     no_isolation = {"tools": tools, "ok": done.returncode == 0}
-                local_files = _fetch_to_store(runner, tmp, req, paths, env, progress, label) \
-                    if group is wheels else []
-                res = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps",
-                              "--progress-bar=off", *flags, *local_files, "-r", str(req)],
-                             env=iso_env if group is sdists and not flags else env, check=False, timeout=7200,
-                             on_line=output_detail(progress, label, pip_detail))
+                res = None
+                if group is wheels and _in_store(group, download_store(paths)):
+                    # every locked package has a wheel in the store: install from it without asking
+                    # the index; a wheel for another Python or platform there sends it to the download
+                    res = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes",
+                                  "--no-deps", "--progress-bar=off", "--no-index", "--find-links",
+                                  str(download_store(paths)), "-r", str(req)], env=env, check=False, timeout=7200,
+                                 on_line=output_detail(progress, label, pip_detail))
+                    if res.returncode != 0:
+                        progress.advance(label, 0, "the download store lacks a file for this target; downloading")
+                        res = None
+                if res is None:
+                    local_files = _fetch_to_store(runner, tmp, req, paths, env, progress, label) \
+                        if group is wheels else []
+                    res = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps",
+                                  "--progress-bar=off", *flags, *local_files, "-r", str(req)],
+                                 env=iso_env if group is sdists and not flags else env, check=False, timeout=7200,
+                                 on_line=output_detail(progress, label, pip_detail))
                 if res.returncode == 0:
                     break
                 outputs.append(f"{res.stdout or ''}\n{res.stderr or ''}")
@@ -363,6 +375,18 @@ def download_store(paths: Paths) -> Path:
     and checked against the lock's sha256 every time it is used (pip re-downloads a file whose
     hash does not match)."""
     return paths.cache / "downloads"
+
+
+def _in_store(group: list[Locked], store: Path) -> bool:
+    """Whether the download store holds a wheel named for every locked package of ``group`` (by
+    name and version only: which of them fits the target, pip decides)."""
+    if not store.is_dir():
+        return False
+    from packaging.utils import canonicalize_name
+
+    names = {f.name.lower() for f in store.iterdir() if f.name.endswith(".whl")}
+    return all(any(n.startswith(f"{canonicalize_name(p.name).replace('-', '_')}-{p.version}-".lower()) for n in names)
+               for p in group)
 
 
 def _fetch_to_store(runner: Runner, venv: Path, req: Path, paths: Paths, env: dict[str, str],

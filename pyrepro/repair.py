@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from pyrepro import relax
-from pyrepro.interpreters import RELEASES, python_of_day, version_key
+from pyrepro.interpreters import RELEASES, python_of_day, settled_pythons, version_key
 
 MAX_BUILD_MOVES = 3  # sdist-to-wheel and sdist-to-older-python moves per build, in all
 MAX_LOCK_MOVES = 2  # not-found-to-older-python moves before the first lock
@@ -489,8 +489,6 @@ def _era_of_failing_release(s: Situation, inside: list[tuple[str, str, str]]) ->
     distribution that fails was made against the packages of its own day, so that day becomes the
     submission's date bound, and the Python settled by then when the submission states none (rule
     ``era-of-failing-release``, once). None when no failing module's distribution is known."""
-    from pyrepro.interpreters import settled_pythons
-
     for module, _status, message in inside:
         got = s.installed.get(module.split(".")[0])
         if got is None:

@@ -164,13 +164,19 @@ def tomllib_loads(text: str) -> dict:  # type: ignore[type-arg]
     return tomllib.loads(text)
 
 
-def _build_recording(tmp_path: Path, download_rc: int) -> tuple[Paths, list[list[str]]]:
+def _mini(tmp_path: Path, *, sdist: bool = True):  # type: ignore[no-untyped-def]
+    """The miniature model in a project root of its own (with a sdist-only package locked): (paths, spec)."""
     root = tmp_path / "root"
     shutil.copytree(SC / "models", root / "models")
-    lock = root / "models" / "mini" / "pdm.lock"
-    lock.write_text(lock.read_text() + SDIST_PKG)
+    if sdist:
+        lock = root / "models" / "mini" / "pdm.lock"
+        lock.write_text(lock.read_text() + SDIST_PKG)
     paths = Paths(root=root, cache=tmp_path / "cache")
-    spec = load_registry(paths.models).get("mini")
+    return paths, load_registry(paths.models).get("mini")
+
+
+def _build_recording(tmp_path: Path, download_rc: int) -> tuple[Paths, list[list[str]]]:
+    paths, spec = _mini(tmp_path)
     calls: list[list[str]] = []
 
     def runner(cmd, **kw):  # type: ignore[no-untyped-def]
@@ -211,12 +217,7 @@ def test_build_env__sdist_needs_a_system_library__error_names_it(tmp_path: Path)
 
     from pyrepro.errors import SdistBuildError
 
-    root = tmp_path / "root"
-    shutil.copytree(SC / "models", root / "models")
-    lock = root / "models" / "mini" / "pdm.lock"
-    lock.write_text(lock.read_text() + SDIST_PKG)
-    paths = Paths(root=root, cache=tmp_path / "cache")
-    spec = load_registry(paths.models).get("mini")
+    paths, spec = _mini(tmp_path)
     said = ("Collecting torch-scatter==2.1.1\n  /bin/sh: 1: mysql_config: not found\n"
             "  src/x.c:29:10: fatal error: mysql.h: No such file or directory\n"
             "ERROR: Failed building wheel for torch-scatter\n")
@@ -239,10 +240,7 @@ def test_build_env__sdist_needs_a_system_library__error_names_it(tmp_path: Path)
 
 
 def test_build_env__store_holds_every_wheel__installed_without_a_download_else_downloaded(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    shutil.copytree(SC / "models", root / "models")
-    paths = Paths(root=root, cache=tmp_path / "cache")
-    spec = load_registry(paths.models).get("mini")
+    paths, spec = _mini(tmp_path, sdist=False)
     store = local.download_store(paths)
     store.mkdir(parents=True)
     (store / "six-1.17.0-py2.py3-none-any.whl").write_bytes(b"x")

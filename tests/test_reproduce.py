@@ -691,6 +691,29 @@ def test_reproduce__wheel_move_undone_by_the_relock__python_of_that_release(
     assert "3.9 is the newest older CPython with a wheel of scikit-learn 1.0.1" in doc["python_reason"]
 
 
+def _lock_outcome(spec: Any, failed: Any = None) -> Any:
+    """A fake lock_model result: category 4 with the failed attempt ``failed``, else category 1."""
+    if failed is not None:
+        (spec.dir / "lock.toml").write_text("schema = 1\ncategory = 4\n")
+        return lock.LockOutcome(spec.name, 4, None, (failed,), (), (), (), (), (), 1.0, spec.python, (), 0, "", None,
+                                None, spec.dir / "lock.toml", "no strategy produced a lock")
+    (spec.dir / "lock.toml").write_text('schema = 1\ncategory = 1\nstrategy = "as-declared"\n')
+    return lock.LockOutcome(spec.name, 1, "as-declared", (), (), (), (), (), (), 1.0, spec.python, ("x",), 2,
+                            "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
+
+
+def _fake_pipeline(monkeypatch: pytest.MonkeyPatch, fake_lock: Any) -> None:
+    """reproduce with ``fake_lock`` as lock_model, any Python found, and a build that always works."""
+    from pyrepro import interpreters as interp
+    from pyrepro.backends import BuiltModel, local
+
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(interp, "find_python", lambda version, *, runner=None: Path(f"/usr/bin/python{version}"))
+    monkeypatch.setattr(local, "build", lambda spec, paths, **kw: BuiltModel(
+        spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt", "s" * 20,
+        paths.cache / "launch", "3.10.13", True, True, 0.1))
+
+
 def test_reproduce_cli__pin_not_found_for_the_chosen_python__python_moves_relocks_and_says_why(
         project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -700,10 +723,8 @@ def test_reproduce_cli__pin_not_found_for_the_chosen_python__python_moves_relock
     wheel of oldlib 0.9 (rule not-found-to-older-python), recorded in model.toml; relock, build."""
     import tomllib
 
-    from pyrepro import interpreters as interp
     from pyrepro import relax
     from pyrepro import run as run_mod
-    from pyrepro.backends import BuiltModel, local
     from pyrepro.lockrecord import Attempt
 
     root = write_files({"sub/run.py": "import oldlib\nimport newlib\n",
@@ -726,18 +747,10 @@ def test_reproduce_cli__pin_not_found_for_the_chosen_python__python_moves_relock
             err = "Unable to find candidates for oldlib. There may exist some issues with the package name"
             att = Attempt("as-declared", ("oldlib==0.9", "newlib==2.0"), False, 1.0, None, err,
                           (relax.Problem("not-found", package="oldlib", excerpt=err),))
-            (spec.dir / "lock.toml").write_text("schema = 1\ncategory = 4\n")
-            return lock.LockOutcome(spec.name, 4, None, (att,), (), (), (), (), (), 1.0, spec.python, (), 0, "", None,
-                                    None, spec.dir / "lock.toml", "no strategy produced a lock")
-        (spec.dir / "lock.toml").write_text('schema = 1\ncategory = 1\nstrategy = "as-declared"\n')
-        return lock.LockOutcome(spec.name, 1, "as-declared", (), (), (), (), (), (), 1.0, spec.python, ("x",), 2,
-                                "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
+            return _lock_outcome(spec, att)
+        return _lock_outcome(spec)
 
-    monkeypatch.setattr(lock, "lock_model", fake_lock)
-    monkeypatch.setattr(interp, "find_python", lambda version, *, runner=None: Path(f"/usr/bin/python{version}"))
-    monkeypatch.setattr(local, "build", lambda spec, paths, **kw: BuiltModel(
-        spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt", "s" * 20,
-        paths.cache / "launch", "3.10.13", True, True, 0.1))
+    _fake_pipeline(monkeypatch, fake_lock)
     monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["oldlib", "newlib"])
     monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [("oldlib", "ok", ""), ("newlib", "ok", "")])
     code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json"])
@@ -849,7 +862,6 @@ def test_reproduce_cli__no_lock_for_the_newest_python__older_ones_tried_first_th
     from pyrepro import interpreters as interp
     from pyrepro import relax
     from pyrepro import run as run_mod
-    from pyrepro.backends import BuiltModel, local
     from pyrepro.lockrecord import Attempt
 
     root = write_files({"sub/run.py": "import mat_discover\n", "sub/requirements.txt": "mat-discover\n"})
@@ -862,18 +874,10 @@ def test_reproduce_cli__no_lock_for_the_newest_python__older_ones_tried_first_th
             att = Attempt("as-declared", ("mat-discover",), False, 1.0, None, err,
                           (relax.Problem("conflict", package="pytorch", requirements=("pytorch>=1.7 (from crabnet@1.0.1)",),
                                          excerpt=err),))
-            (spec.dir / "lock.toml").write_text("schema = 1\ncategory = 4\n")
-            return lock.LockOutcome(spec.name, 4, None, (att,), (), (), (), (), (), 1.0, spec.python, (), 0, "", None,
-                                    None, spec.dir / "lock.toml", "no strategy produced a lock")
-        (spec.dir / "lock.toml").write_text('schema = 1\ncategory = 1\nstrategy = "as-declared"\n')
-        return lock.LockOutcome(spec.name, 1, "as-declared", (), (), (), (), (), (), 1.0, spec.python, ("x",), 2,
-                                "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
+            return _lock_outcome(spec, att)
+        return _lock_outcome(spec)
 
-    monkeypatch.setattr(lock, "lock_model", fake_lock)
-    monkeypatch.setattr(interp, "find_python", lambda version, *, runner=None: Path(f"/usr/bin/python{version}"))
-    monkeypatch.setattr(local, "build", lambda spec, paths, **kw: BuiltModel(
-        spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt", "s" * 20,
-        paths.cache / "launch", "3.10.13", True, True, 0.1))
+    _fake_pipeline(monkeypatch, fake_lock)
     monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["mat_discover"])
     monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [("mat_discover", "ok", "")])
     code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json", "--offline"])

@@ -306,24 +306,23 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                                   on_line=output_detail(progress, label, pip_detail))
                     progress.advance(label, 0, "build tools for the build without isolation: " + " ".join(tools))
                     no_isolation = {"tools": tools, "ok": done.returncode == 0}
+                def install(*extra: str, flags: list[str] = flags, req: Path = req, group: list[Locked] = group) -> Any:
+                    return runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes",
+                                   "--no-deps", "--progress-bar=off", *flags, *extra, "-r", str(req)],
+                                  env=iso_env if group is sdists and not flags else env, check=False, timeout=7200,
+                                  on_line=output_detail(progress, label, pip_detail))
+
                 res = None
                 if group is wheels and _in_store(group, download_store(paths)):
                     # every locked package has a wheel in the store: install from it without asking
                     # the index; a wheel for another Python or platform there sends it to the download
-                    res = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes",
-                                  "--no-deps", "--progress-bar=off", "--no-index", "--find-links",
-                                  str(download_store(paths)), "-r", str(req)], env=env, check=False, timeout=7200,
-                                 on_line=output_detail(progress, label, pip_detail))
+                    res = install("--no-index", "--find-links", str(download_store(paths)))
                     if res.returncode != 0:
                         progress.advance(label, 0, "the download store lacks a file for this target; downloading")
                         res = None
                 if res is None:
-                    local_files = _fetch_to_store(runner, tmp, req, paths, env, progress, label) \
-                        if group is wheels else []
-                    res = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps",
-                                  "--progress-bar=off", *flags, *local_files, "-r", str(req)],
-                                 env=iso_env if group is sdists and not flags else env, check=False, timeout=7200,
-                                 on_line=output_detail(progress, label, pip_detail))
+                    res = install(*(_fetch_to_store(runner, tmp, req, paths, env, progress, label)
+                                    if group is wheels else ()))
                 if res.returncode == 0:
                     break
                 outputs.append(f"{res.stdout or ''}\n{res.stderr or ''}")

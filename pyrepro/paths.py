@@ -15,14 +15,21 @@ from pyrepro.errors import NotFoundError
 def find_project_root(start: Path | None = None) -> Path:
     """The nearest ancestor of ``start`` (default: cwd, then this package) holding
     ``models/`` and ``flake.nix``. ``$PYREPRO_ROOT`` wins when set."""
+    return locate_project_root(start)[0]
+
+
+def locate_project_root(start: Path | None = None) -> tuple[Path, str]:
+    """``find_project_root`` and how the root was found: ``"env"`` ($PYREPRO_ROOT), ``"cwd"``
+    (the caller's folder or one above it) or ``"package"`` (the checkout this pyrepro is installed
+    from, because the caller's folder is in no project: commands that write say so)."""
     env = os.environ.get("PYREPRO_ROOT")
     if env:
-        return Path(env).resolve()
-    candidates = [start or Path.cwd(), Path(__file__).resolve().parent]
-    for base in candidates:
+        return Path(env).resolve(), "env"
+    candidates = [(start or Path.cwd(), "cwd"), (Path(__file__).resolve().parent, "package")]
+    for base, how in candidates:
         for d in [base.resolve(), *base.resolve().parents]:
             if (d / "models").is_dir() and (d / "flake.nix").is_file():
-                return d
+                return d, how
     raise NotFoundError(
         "cannot find the pyrepro project root (a folder with models/ and flake.nix)",
         hint="run pyrepro inside a pyrepro checkout, or set PYREPRO_ROOT",
@@ -42,10 +49,22 @@ def cache_dir() -> Path:
 class Paths:
     root: Path
     cache: Path
+    found_by: str = "given"  # see locate_project_root: given, env, cwd or package
 
     @classmethod
     def discover(cls, root: Path | None = None) -> Paths:
-        return cls(root=(root or find_project_root()).resolve(), cache=cache_dir())
+        if root is not None:
+            return cls(root=root.resolve(), cache=cache_dir())
+        found, how = locate_project_root()
+        return cls(root=found.resolve(), cache=cache_dir(), found_by=how)
+
+    def outside_note(self) -> str | None:
+        """For commands that write models: a sentence when the root is not where the user ran
+        pyrepro (found from the installed package), else None."""
+        if self.found_by != "package":
+            return None
+        return (f"your folder ({Path.cwd()}) is in no pyrepro project; models are written to {self.models} "
+                "(the checkout pyrepro is installed from): set PYREPRO_ROOT, or run inside a project, to choose")
 
     @property
     def models(self) -> Path:

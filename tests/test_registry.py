@@ -185,3 +185,30 @@ def test_parse_model__prediction_for_unserved_benchmark__input_error(tmp_path: P
     with pytest.raises(InputError) as e:
         parse_model(p)
     assert "[predictions[0].benchmark]" in str(e.value) and "dft_3d_bandgap" in str(e.value)
+
+
+def test_cli_init__outside_any_project__names_where_models_go(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Run from a folder in no project, pyrepro falls back to the checkout it is installed from:
+    init says so on stderr (it once wrote there silently) and writes nothing in the user's folder."""
+    import pyrepro.paths as paths_mod
+
+    install = tmp_path / "checkout"
+    (install / "models").mkdir(parents=True)
+    (install / "flake.nix").write_text("{}\n")
+    monkeypatch.setattr(paths_mod, "__file__", str(install / "pyrepro" / "paths.py"))
+    monkeypatch.delenv("PYREPRO_ROOT", raising=False)
+    monkeypatch.setenv("PYREPRO_CACHE", str(tmp_path / "cache"))
+    user = tmp_path / "elsewhere"
+    (user / "sub").mkdir(parents=True)
+    (user / "sub" / "run.py").write_text("import numpy\n")
+    monkeypatch.chdir(user)
+    assert main(["init", "sub", "--name", "sub", "--offline", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "is in no pyrepro project" in err and str(install / "models") in err and "PYREPRO_ROOT" in err
+    assert (install / "models" / "sub" / "model.toml").is_file()
+    assert sorted(p.name for p in user.iterdir()) == ["sub"]
+    # inside a project: no note
+    monkeypatch.chdir(install)
+    assert main(["init", str(user / "sub"), "--name", "sub2", "--offline", "--json"]) == 0
+    assert "is in no pyrepro project" not in capsys.readouterr().err

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pyrepro.resolve import module_alias
@@ -399,6 +399,7 @@ def _check(ms: metadata.MetaScan) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(_VALUES)
+@example("0=0 =0")  # found by hypothesis: a conda build after a space is no build of that version
 def test_parse_info_json__any_requirements_value__never_raises_never_an_invalid_name(value: object) -> None:
     for key in ("requirements", "software_used"):
         text = json.dumps({key: value}, indent=1)
@@ -520,3 +521,9 @@ def test_scan__conda_pytorch_channel_names__pypi_names_and_selectors_dropped(tmp
     assert {"torch", "torch-cluster", "torch-geometric", "tables", "graphviz"} == names
     said = " ".join(w.message for w in res.warnings)
     assert "cpuonly" in said and "graphviz" in said
+
+
+def test_conda_form__build_after_a_space__is_not_read_as_conda_and_is_named_by_line() -> None:
+    ms = metadata.parse_requirements_txt("numpy=1.2 =py36\nscipy=1.5=py37_0\n", "requirements.txt")
+    assert [(d.name, d.spec) for d in ms.declared] == [("scipy", "scipy=1.5=py37_0")]
+    assert any(line == 1 and "numpy=1.2 =py36" in m and "not read" in m for _p, line, m in ms.warnings)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from pyrepro.cli._common import emit_json, table
+from pyrepro.cli._common import emit_json, table, warn
 from pyrepro.paths import Paths
 
 if TYPE_CHECKING:
@@ -86,7 +86,13 @@ def register(app: typer.Typer) -> None:
         from pyrepro import init as init_mod
         from pyrepro.errors import PyreproError
 
-        target = models_dir if models_dir is not None else Paths.discover().models
+        if models_dir is not None:
+            target = models_dir
+        else:
+            found = Paths.discover()
+            if (note := found.outside_note()) is not None:
+                warn(note)
+            target = found.models
         paths_mirror = mirror
         if paths_mirror is None:
             try:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from pyrepro.cli._common import CliProgress, emit_json, table
+from pyrepro.cli._common import CliProgress, emit_json, table, warn
 
 
 def register(app: typer.Typer) -> None:
@@ -31,6 +31,8 @@ def register(app: typer.Typer) -> None:
         from pyrepro.paths import Paths
 
         paths = Paths.discover()
+        if (note := paths.outside_note()) is not None:
+            warn(note)
         result = rep.reproduce(folder, paths=paths, name=rep.check_name(name) if name else None, python=python,
                                test=test, online=not offline, force=force, mirror=mirror, lock_timeout=timeout * 60,
                                progress=CliProgress(enabled=not as_json), budget=budget * 60 if budget > 0 else None)

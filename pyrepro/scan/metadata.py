@@ -318,10 +318,10 @@ def _lenient(s: str, path: str, line: int | None, warnings: Warnings) -> Declare
                 return _req(spec, path, line, warnings)
     # conda-style "name=1.2=build" or "name==1.2=build": init turns the version into a PEP 440 pin
     m = re.match(r"^([A-Za-z0-9](?:[A-Za-z0-9_.\-]*[A-Za-z0-9])?)\s*(?:={1,2}\s*([0-9][^=\s]*))?", s)
-    rest = s[m.end():].strip() if m else s
-    if m and (not rest or (m.group(2) and re.fullmatch(r"=[\w.*+!]+", rest))):
+    rest = s[m.end():].rstrip() if m else s
+    if m and (not rest.strip() or (m.group(2) and re.fullmatch(r"=[\w.*+!]+", rest))):  # the build joins the version
         return _named(Declared(canonicalize_name(m.group(1)), s, path, line), warnings)
-    if m and (re.fullmatch(r"\([^()]*\)", rest) or re.match(rf"^({_OP})", s[len(m.group(1)):].strip())):
+    if m and (re.fullmatch(r"\([^()]*\)", rest.strip()) or re.match(rf"^({_OP})", s[len(m.group(1)):].strip())):
         # "alignn (GitHub version)", "x==latest": the name, a remark or a version that is none
         warnings.append((path, line, f"cannot read requirement {s[:80]!r} completely; took the name {m.group(1)!r}"))
         return _named(Declared(canonicalize_name(m.group(1)), m.group(1), path, line), warnings)

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
 from pyrepro.interpreters import (  # noqa: F401 (re-exported)
     ADOPTION_LAG, NEWEST, RELEASES, python_of_day, settled_pythons, version_key)
 from pyrepro.types import Location
@@ -35,7 +37,7 @@ from pyrepro.types import Location
 # How every reason for a Python chosen without evidence begins (reproduce moves only such a Python).
 NO_EVIDENCE = "no Python stated"
 # How strong each kind of evidence is (lower wins).
-RANK = {"pin": 0, "notebook": 1, "python2": 2}
+RANK = {"pin": 0, "notebook": 1, "python2": 2, "range": 3}
 
 _VERSION = r"([23])\.(\d{1,2})(?:\.\d+)?"
 
@@ -43,9 +45,10 @@ _VERSION = r"([23])\.(\d{1,2})(?:\.\d+)?"
 @dataclass(frozen=True)
 class Evidence:
     version: str  # major.minor
-    kind: str  # pin | notebook | python2
+    kind: str  # pin | notebook | python2 | range
     location: Location
     text: str  # what was read
+    spec: str = ""  # a range's specifier set (requires-python >=3.6,<4); "" for the other kinds
 
     def __str__(self) -> str:
         return f"{self.location}: {self.text}"
@@ -106,7 +109,11 @@ def python_evidence(folder: Path, *, python2: Sequence[Location] = ()) -> tuple[
                     found.append(Evidence(_mm(m.group(1), m.group(2)), "pin", Location(rel, n), line.strip()))
         elif name in ("setup.py", "setup.cfg", "pyproject.toml"):
             for n, line in enumerate(_lines(p), 1):
-                m = re.search(rf"(?:python_requires|requires-python)\s*=\s*['\"]?\s*(?:>=|==|~=)\s*{_VERSION}", line)
+                if (e := _requires_python(line, Location(rel, n))) is not None:
+                    found.append(e)
+        elif name == "pipfile":
+            for n, line in enumerate(_lines(p), 1):
+                m = re.match(rf"^\s*python_(?:full_)?version\s*=\s*['\"]{_VERSION}['\"]", line)
                 if m:
                     found.append(Evidence(_mm(m.group(1), m.group(2)), "pin", Location(rel, n), line.strip()))
         elif name.endswith((".sh", ".bash", ".slurm", ".sbatch", ".job", ".pbs")):
@@ -148,6 +155,33 @@ def python_evidence(folder: Path, *, python2: Sequence[Location] = ()) -> tuple[
     for loc in python2[:1]:
         found.append(Evidence("2.7", "python2", loc, "Python 2 code"))
     return tuple(sorted(found, key=lambda e: (RANK[e.kind], e.location.path, e.location.line or 0)))
+
+
+def _requires_python(line: str, where: Location) -> Evidence | None:
+    """``python_requires``/``requires-python`` on one line: a pin when it names one minor
+    (``==3.8``, ``==3.8.*``, ``~=3.8.0``), else a range (``>=2.7, !=3.0.*, <4`` is no statement that
+    the code is Python 2: it bounds the choice, see ``choose_python``). None when unreadable."""
+    m = re.search(r"(?:python_requires|requires-python)\s*=\s*(?:['\"]([^'\"]*)['\"]|([^#\n]+))", line)
+    if not m:
+        return None
+    text = (m.group(1) if m.group(1) is not None else m.group(2)).strip().rstrip(",)").strip()
+    try:
+        spec = SpecifierSet(text)
+    except InvalidSpecifier:
+        return None
+    specs = list(spec)
+    one = re.fullmatch(rf"{_VERSION}(?:\.\*)?", specs[0].version) if len(specs) == 1 else None
+    if one and (specs[0].operator == "==" or (specs[0].operator == "~=" and specs[0].version.count(".") == 2)):
+        return Evidence(_mm(one.group(1), one.group(2)), "pin", where, line.strip())
+    lows = [re.match(r"(\d+)(?:\.(\d+))?", x.version) for x in specs if x.operator in (">=", ">", "~=", "==")]
+    low = next((f"{g.group(1)}.{g.group(2) or 0}" for g in lows if g), "")
+    return Evidence(low, "range", where, line.strip(), spec=str(spec)) if specs else None
+
+
+def in_range(version: str, spec: str) -> bool:
+    """Whether a ``major.minor`` Python is allowed by a requires-python range (any patch release)."""
+    s = SpecifierSet(spec)
+    return any(s.contains(f"{version}.{patch}", prereleases=True) for patch in (0, 1, 2, 99))
 
 
 def _strings(obj: object) -> Iterable[str]:
@@ -193,6 +227,51 @@ def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = N
     submission's exact pins (name, version); ``stdlib_uses``: the scan's imports of standard-library
     modules only some Pythons have, which bound the choice when nothing states a Python."""
     lo, hi, said = stdlib_bounds(stdlib_uses)
+    ranges = [e for e in evidence if e.kind == "range"]
+    evidence = [e for e in evidence if e.kind != "range"]
+    if evidence:
+        choice = _stated(evidence, lo, hi, said)
+        off = [str(e) for e in ranges if choice.version.startswith("3.") and not in_range(choice.version, e.spec)]
+        if off:
+            choice = PythonChoice(choice.version, f"{choice.reason}; but {'; '.join(off)} does not allow it: a stated "
+                                                  "Python is kept, check it", choice.evidence)
+        return _targeted(choice, ranges)
+    candidates = settled_pythons(submitted)
+    if not candidates:
+        candidates = [RELEASES[0][0]]
+    released_by = [v for v, r in RELEASES if submitted is None or r <= submitted]
+    if submitted is None:
+        bound = "pyrepro supports (no submission date)"
+    elif len(candidates) < len(released_by):
+        bound = (f"out for {ADOPTION_LAG.days} days by the submission date {submitted} ({released_by[-1]} was "
+                 "too new for the wheels of its time)")
+    else:
+        bound = f"released before the submission date {submitted}"
+    if ranges:
+        allowed = [v for v in candidates if all(in_range(v, e.spec) for e in ranges)]
+        where = "; ".join(str(e) for e in ranges)
+        if not allowed:  # the date predates the oldest Python the range allows: that one
+            allowed = [v for v, _r in RELEASES if all(in_range(v, e.spec) for e in ranges)][:1]
+        if allowed:
+            candidates = allowed
+            bound += f", within the stated range ({where})"
+        else:
+            bound += f" (no Python pyrepro targets is in the stated range: {where})"
+    return _by_date(candidates, bound, lo, hi, said, pins, wheel_check)
+
+
+def _targeted(choice: PythonChoice, ranges: Sequence[Evidence]) -> PythonChoice:
+    """A stated Python 3 older than any pyrepro targets (a notebook last run on 3.5.2) becomes the
+    oldest targeted one: code written for 3.5 runs on 3.6, and no lock or interpreter exists for 3.5."""
+    oldest = RELEASES[0][0]
+    if not choice.version.startswith("3.") or version_key(choice.version) >= version_key(oldest):
+        return choice
+    return PythonChoice(oldest, f"{choice.reason}; Python {choice.version} is older than any pyrepro targets: "
+                                f"took {oldest}, the oldest it targets", choice.evidence)
+
+
+def _stated(evidence: Sequence[Evidence], lo: str, hi: str, said: str) -> PythonChoice:
+    """The choice among a submission's own statements of its Python (pins, notebooks, Python 2 code)."""
     if evidence:
         best = evidence[0]
         same = [e for e in evidence if e.kind == best.kind]
@@ -220,17 +299,13 @@ def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = N
             return PythonChoice(chosen, f"the submission's files disagree ({where}); {took}{clash}",
                                 tuple(evidence))
         return PythonChoice(best.version, f"{best.location}: {best.text}{clash}", tuple(evidence))
-    candidates = settled_pythons(submitted)
-    if not candidates:
-        candidates = [RELEASES[0][0]]
-    released_by = [v for v, r in RELEASES if submitted is None or r <= submitted]
-    if submitted is None:
-        bound = "pyrepro supports (no submission date)"
-    elif len(candidates) < len(released_by):
-        bound = (f"out for {ADOPTION_LAG.days} days by the submission date {submitted} ({released_by[-1]} was "
-                 "too new for the wheels of its time)")
-    else:
-        bound = f"released before the submission date {submitted}"
+    raise ValueError("no statement of a Python")
+
+
+def _by_date(candidates: list[str], bound: str, lo: str, hi: str, said: str, pins: Sequence[tuple[str, str]],
+             wheel_check: WheelCheck | None) -> PythonChoice:
+    """The choice when nothing states a Python: the newest of ``candidates`` (by date, within any
+    stated range) the standard-library imports allow, with wheels for the exact pins."""
     if said:
         allowed = [v for v in candidates if version_key(lo) <= version_key(v) <= version_key(hi)]
         if not allowed and version_key(lo) <= version_key(hi):  # the date predates the Python the code needs

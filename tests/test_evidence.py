@@ -52,6 +52,35 @@ def test_init__python_from_evidence__written_with_reason(write_files: Write, tmp
     assert where in doc["python_reason"]
 
 
+@pytest.mark.parametrize(("files", "version", "says"), [
+    # a range whose floor is 2.7 but that allows Python 3 is no statement of Python 2: by date, in range
+    ({"setup.py": "setup(python_requires='>=2.7, !=3.0.*, !=3.1.*, !=3.2.*, !=3.3.*, !=3.4.*, <4',)\n",
+      "metadata.json": json.dumps({"date_submitted": "03-15-2019"})}, "3.7", "within the stated range"),
+    # a floor above what the date gives: the oldest the range allows
+    ({"setup.cfg": "[options]\npython_requires = >=3.9\n",
+      "metadata.json": json.dumps({"date_submitted": "03-15-2019"})}, "3.9", "within the stated range"),
+    ({"pyproject.toml": "[project]\nname='x'\nrequires-python = '>=3.8,<3.11'\n"}, "3.10", "within the stated range"),
+    ({"setup.py": "setup(python_requires='==3.7.*')\n"}, "3.7", "setup.py:1"),
+    # Pipfile's [requires]
+    ({"Pipfile": "[packages]\nnumpy = '*'\n\n[requires]\npython_version = \"3.6\"\n",
+      "setup.py": "setup(python_requires='>=2.7, <4')\n"}, "3.6", "Pipfile:5"),
+    # a notebook last run on 3.5: the oldest Python pyrepro targets, said so
+    ({"docs/nb.ipynb": _nb("3.5.2")}, "3.6", "older than any pyrepro targets"),
+])
+def test_init__python_ranges_pipfile_and_untargeted_versions(write_files: Write, tmp_path: Path,
+                                                             files: dict[str, str], version: str, says: str) -> None:
+    root = write_files({"sub/run.py": "import numpy\n", **{f"sub/{k}": v for k, v in files.items()}})
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    assert (doc["python"], says in doc["python_reason"]) == (version, True), doc["python_reason"]
+
+
+def test_choose_python__a_pin_outside_a_stated_range__kept_and_said() -> None:
+    ev = [evidence.Evidence("3.6", "pin", Location("environment.yml", 2), "python=3.6"),
+          evidence.Evidence("3.8", "range", Location("setup.py", 9), "python_requires='>=3.8'", spec=">=3.8")]
+    choice = evidence.choose_python(ev)
+    assert choice.version == "3.6" and "does not allow it" in choice.reason and "setup.py:9" in choice.reason
+
+
 def test_init__environment_yml_beats_notebook(write_files: Write, tmp_path: Path) -> None:
     root = write_files({"sub/run.py": "import numpy\n", "sub/nb.ipynb": _nb("3.10.4"),
                         "sub/environment.yml": "dependencies:\n  - python==3.8.5\n"})

@@ -32,6 +32,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from pyrepro.interpreters import (  # noqa: F401 (re-exported)
     ADOPTION_LAG, NEWEST, RELEASES, python_of_day, settled_pythons, version_key)
+from pyrepro.scan.metadata import README_NAMES, readme_commands
 from pyrepro.types import Location
 
 # How every reason for a Python chosen without evidence begins (reproduce moves only such a Python).
@@ -111,6 +112,13 @@ def python_evidence(folder: Path, *, python2: Sequence[Location] = ()) -> tuple[
             for n, line in enumerate(_lines(p), 1):
                 if (e := _requires_python(line, Location(rel, n))) is not None:
                     found.append(e)
+        elif name in README_NAMES and rel.count("/") <= 1:
+            # a README's install commands and requirement lists (metadata.readme_commands)
+            for n, text, _block in readme_commands("\n".join(_lines(p))):
+                m = re.search(rf"\b(?:conda|mamba|micromamba)\s+(?:create|install)\b.*\bpython\s*=+\s*{_VERSION}", text)
+                m = m or re.match(rf"^python\s*(?:==?|~=)\s*{_VERSION}\s*$", text)
+                if m:
+                    found.append(Evidence(_mm(m.group(1), m.group(2)), "pin", Location(rel, n), text[:120]))
         elif name == "pipfile":
             for n, line in enumerate(_lines(p), 1):
                 m = re.match(rf"^\s*python_(?:full_)?version\s*=\s*['\"]{_VERSION}['\"]", line)

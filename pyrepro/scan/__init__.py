@@ -501,6 +501,10 @@ def _facts(src: SourceFile, payload: dict[str, Any]) -> FileFacts:
             ds, ws = meta.pip_install_requirements(c.argv, rel, c.location.line, c.location.cell)
             declared.extend(ds)
             warnings.extend(Warning_(loc(line, c.location.cell), msg) for _p, line, msg in ws)
+        elif c.tool in ("conda", "mamba", "micromamba"):  # `conda install pytorch=1.6.0` too
+            ds, ws = meta.conda_install_requirements(c.argv, rel, c.location.line, c.location.cell)
+            declared.extend(ds)
+            warnings.extend(Warning_(loc(line, c.location.cell), msg) for _p, line, msg in ws)
     for argv, line, cell in payload.get("commented_installs", ()):  # declarations too, though commented out
         ds, ws = meta.pip_install_requirements(tuple(argv), rel, line, cell)
         declared.extend(dataclasses.replace(d, commented=True) for d in ds)
@@ -937,17 +941,25 @@ def weigh_commented(declared: Sequence[meta.Declared], imported: set[str]
     pytorch-lightning") or a tool tried once ("# # !pip install fitsnap3"). One is kept when no
     active declaration names its package and its line installs something the code imports (the
     line's other packages come along: "evaluate rouge_score", whose rouge metric needs rouge-score)."""
-    active = {d.name for d in declared if not d.commented}
-    line_used = {(d.path, d.line, d.cell) for d in declared if d.commented and d.name in imported}
+    def weak(d: meta.Declared) -> bool:
+        return d.commented or d.doc is not None
+
+    def group(d: meta.Declared) -> tuple[str, int | None, int | None, bool]:
+        return (d.path, d.doc if d.doc is not None else d.line, d.cell, d.doc is not None)
+
+    active = {d.name for d in declared if not weak(d)}
+    line_used = {group(d) for d in declared if weak(d) and d.name in imported}
     kept: list[meta.Declared] = []
     said: list[Warning_] = []
     for d in declared:
-        if d.commented and d.name in active:
-            said.append(Warning_(Location(d.path, d.line, d.cell), f"{d.spec}: a commented-out install; an active "
-                                 "line installs it, so this one is not taken"))
-        elif d.commented and (d.path, d.line, d.cell) not in line_used:
-            said.append(Warning_(Location(d.path, d.line, d.cell), f"{d.spec}: a commented-out install of nothing "
-                                 "the code imports; not taken (add it to model.toml if the model needs it)"))
+        what = "the README's install" if d.doc is not None else "a commented-out install"
+        if weak(d) and d.name in active:
+            said.append(Warning_(Location(d.path, d.line, d.cell), f"{d.spec}: {what}; "
+                                 f"{'a declaration file' if d.doc is not None else 'an active line'} installs it, "
+                                 "so this one is not taken"))
+        elif weak(d) and group(d) not in line_used:
+            said.append(Warning_(Location(d.path, d.line, d.cell), f"{d.spec}: {what} of nothing the code imports; "
+                                 "not taken (add it to model.toml if the model needs it)"))
         else:
             kept.append(d)
     return tuple(kept), said

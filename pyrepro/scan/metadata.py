@@ -45,12 +45,15 @@ class Declared:
     line: int | None
     cell: int | None = None  # notebook cell of a ``%pip install`` line
     commented: bool = False  # from an install line kept as a comment (weaker: see scan.weigh_commented)
+    doc: int | None = None  # from a README: the line of its command or list (weaker, like commented)
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"name": self.name, "spec": self.spec,
                                   "location": {"path": self.path, "line": self.line, "cell": self.cell}}
         if self.commented:
             out["commented"] = True
+        if self.doc is not None:
+            out["readme"] = True
         return out
 
 
@@ -331,7 +334,7 @@ def _lenient(s: str, path: str, line: int | None, warnings: Warnings) -> Declare
 
 
 _PIP_COMMAND = re.compile(r"^[!%$]?\s*(?:sudo\s+)?(?:python[\d.]*\s+-m\s+)?pip[\d.]*\s+install\b")
-_CONDA_COMMAND = re.compile(r"^[!%$]?\s*(?:conda|mamba|micromamba)\s+install\b")
+_CONDA_COMMAND = re.compile(r"^[!%$]?\s*(?:conda|mamba|micromamba)\s+(?:install|create)\b")
 
 
 def _items(s: str, path: str, line: int | None, warnings: Warnings, evidence: str | None = None,
@@ -366,7 +369,9 @@ def _conda_install(s: str, path: str, line: int | None, warnings: Warnings) -> l
         words = shlex.split(s, comments=True)
     except ValueError:
         words = s.split()
-    k = next((i for i, w in enumerate(words) if w == "install"), len(words))
+    k = next((i for i, w in enumerate(words) if w in ("install", "create")), len(words))
+    if words[k - 1:k] == ["env"]:  # conda env create -f environment.yml: the file is scanned on its own
+        return []
     out: list[Declared] = []
     skip = False
     for w in words[k + 1:]:
@@ -376,12 +381,12 @@ def _conda_install(s: str, path: str, line: int | None, warnings: Warnings) -> l
             skip = False
             continue
         if w.startswith("-"):
-            skip = w in ("-c", "--channel", "-n", "--name", "-p", "--prefix") and "=" not in w
+            skip = w in ("-c", "--channel", "-n", "--name", "-p", "--prefix", "-f", "--file") and "=" not in w
             continue
         name = re.split(r"[=<>!~ ]", w.split("::")[-1], maxsplit=1)[0]
         why = conda_system_reason(name)
         if why is not None:
-            warnings.append((path, line, f"conda install {w}: not a Python distribution ({why}); not read"))
+            warnings.append((path, line, f"conda {words[k]} {w}: not a Python distribution ({why}); not read"))
             continue
         if (d := _req(w, path, line, warnings)):
             out.append(_conda(d))
@@ -1054,6 +1059,99 @@ def parse_setup_py(text: str, path: str) -> MetaScan:
     return MetaScan(tuple(out), tuple(warnings))
 
 
+# ------------------------------------------------------------------------------- README files
+
+README_NAMES = frozenset({"readme.md", "readme.rst", "readme.txt", "readme", "readme.markdown", "install.md",
+                          "installation.md", "install.rst", "installation.rst", "install.txt"})
+_PROMPT = re.compile(r"^\s*(?:[$>%!]\s*|\(\w[\w.-]*\)\s*\$\s*)?")
+_INLINE_CODE = re.compile(r"`+([^`]+)`+")
+
+
+def _fenced_blocks(lines: list[str]) -> list[tuple[int, list[tuple[int, str]]]]:
+    """Markdown fenced code blocks (``` or ~~~) and reStructuredText literal blocks (after a line
+    ending in ``::`` or a ``.. code-block::`` directive): (first line, [(line, text)])."""
+    blocks: list[tuple[int, list[tuple[int, str]]]] = []
+    i = 0
+    while i < len(lines):
+        fence = re.match(r"^\s*(```+|~~~+)", lines[i])
+        if fence:
+            body: list[tuple[int, str]] = []
+            j = i + 1
+            while j < len(lines) and not lines[j].strip().startswith(fence.group(1)):
+                body.append((j + 1, lines[j]))
+                j += 1
+            blocks.append((i + 2, body))
+            i = j + 1
+            continue
+        if lines[i].rstrip().endswith("::"):
+            j = i + 1
+            while j < len(lines) and not lines[j].strip():
+                j += 1
+            body = []
+            while j < len(lines) and (not lines[j].strip() or lines[j][:1] in (" ", "\t")):
+                if lines[j].strip():
+                    body.append((j + 1, lines[j]))
+                j += 1
+            if body:
+                blocks.append((body[0][0], body))
+            i = j
+            continue
+        i += 1
+    return blocks
+
+
+def readme_commands(text: str) -> list[tuple[int, str, int | None]]:
+    """Install commands a README gives, and requirement lists it shows: (line, text, block). A
+    command is a ``pip install``/``conda install``/``conda create`` line in a code block, or in
+    inline code (`pip install x`); a requirement list is a code block whose every line is a
+    ``name==version``-like requirement (``block``: that block's first line, else None)."""
+    lines = text.splitlines()
+    out: list[tuple[int, str, int | None]] = []
+    seen: set[int] = set()
+    for start, body in _fenced_blocks(lines):
+        cmds = [(n, _PROMPT.sub("", t, count=1).strip()) for n, t in body]
+        cmds = [(n, t) for n, t in cmds if t and not t.startswith("#")]
+        if cmds and all(_SIMPLE_REQ.match(t) and re.search(r"(==|>=|~=|<=|=)\s*\d", t) for _n, t in cmds):
+            out.extend((n, t, start) for n, t in cmds)
+            seen.update(n for n, _t in cmds)
+            continue
+        for n, t in cmds:
+            if _PIP_COMMAND.match(t) or _CONDA_COMMAND.match(t):
+                out.append((n, t, None))
+                seen.add(n)
+    for n, line in enumerate(lines, 1):
+        if n in seen:
+            continue
+        t = _PROMPT.sub("", line, count=1).strip()
+        if re.match(r"^(?: {4}|\t)", line) and (_PIP_COMMAND.match(t) or _CONDA_COMMAND.match(t)):
+            out.append((n, t, None))  # an indented (Markdown) code block's command
+            continue
+        for span in _INLINE_CODE.findall(line):
+            t = _PROMPT.sub("", span, count=1).strip()
+            if _PIP_COMMAND.match(t) or _CONDA_COMMAND.match(t):
+                out.append((n, t, None))
+    return out
+
+
+def parse_readme(text: str, path: str) -> MetaScan:
+    """What a README says to install (``readme_commands``). These are documentation, weaker than a
+    declaration file: every one is marked ``doc`` (see ``scan.weigh_commented``: kept when no other
+    declaration names the package and its command or list installs something the code imports)."""
+    warnings: Warnings = []
+    out: list[Declared] = []
+    for n, t, block in readme_commands(text):
+        if block is not None:
+            d = _req(t, path, n, warnings, evidence=t)
+            ds = [_conda(d)] if d is not None else []
+        elif _CONDA_COMMAND.match(t):
+            ds = _conda_install(t, path, n, warnings)
+        else:
+            ds, ws = pip_install_line(t, path, n)
+            warnings.extend(ws)
+        out.extend(dataclasses.replace(d, doc=block if block is not None else n) for d in ds)
+    return MetaScan(tuple(out), tuple(warnings))
+
+
 PARSERS = {"metadata.json": parse_software_used, "info.json": parse_info_json,
            "environment.yml": parse_environment_yml, "environment.yaml": parse_environment_yml,
            "requirements.txt": parse_requirements_txt, "pyproject.toml": parse_pyproject,
@@ -1065,6 +1163,8 @@ def parser_for(path: str) -> Callable[[str, str], MetaScan] | None:
     PARSERS, any ``*requirement*.txt``, YAML files named for a conda environment, and any other
     YAML file as model metadata (its top-level ``requirements``; none declares nothing)."""
     name = path.rsplit("/", 1)[-1].lower()
+    if name in README_NAMES:  # the submission's own README (or its first-level folders'), not vendored code's
+        return parse_readme if path.count("/") <= 1 else None
     if name == "requirements.txt":
         return parse_any_requirements_txt  # docs/requirements.txt is development
     if name in PARSERS:
@@ -1125,6 +1225,18 @@ def pip_install_requirements(argv: tuple[str, ...], path: str, line: int | None,
             out.append(_alias(Declared(d.name, d.spec, path, line, cell)))
         i += 1
     return out, warnings
+
+
+def conda_install_requirements(argv: tuple[str, ...], path: str, line: int | None, cell: int | None = None,
+                               ) -> tuple[list[Declared], list[tuple[str, int | None, str]]]:
+    """Declarations of a ``conda install ...``/``conda create ...`` command (argv starting at
+    ``conda``, ``mamba`` or ``micromamba``): each package by its PyPI name, with its version; system
+    packages (cudatoolkit, compilers) and the Python itself not read. Nothing for other commands."""
+    if len(argv) < 2 or argv[1] not in ("install", "create"):
+        return [], []
+    warnings: Warnings = []
+    ds = _conda_install(" ".join(shlex.quote(a) for a in argv), path, line, warnings)
+    return [dataclasses.replace(d, cell=cell) for d in ds], warnings
 
 
 def pip_install_line(command: str, path: str, line: int | None, cell: int | None = None,

@@ -1,0 +1,121 @@
+"""Declarations a submission gives only in its README (install commands, a requirement list in a
+code block) and in conda commands of its scripts: read, located, and weaker than a declaration
+file. Through ``pyrepro init`` (the public entry point) and the README parser."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pyrepro.cli import main
+from pyrepro.scan import metadata
+
+Write = Callable[[dict[str, str]], Path]
+
+
+@pytest.fixture(autouse=True)
+def _cache(isolated_cache: Path) -> Path:
+    return isolated_cache
+
+
+def _init(folder: Path, models: Path) -> dict[str, Any]:
+    assert main(["init", str(folder), "--name", "sub", "--models-dir", str(models), "--offline"]) == 0
+    return tomllib.loads((models / "sub" / "model.toml").read_text())
+
+
+def _pins(doc: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {p["name"]: (p["spec"], p["reason"]) for p in doc["dependencies"].get("pins", [])}
+
+
+README_MD = """\
+# G-thing
+
+Requirements:
+- python >= 3.7 (prose: not read)
+
+The following creates the environment:
+
+    conda create -n g python=3.7 pytorch=1.5.0 torchvision cudatoolkit=10.2 ase=3.19.0 -c pytorch
+    conda activate g
+    pip install 'schnetpack==0.3'
+
+Optional: logging with `pip install wandb` (the code never imports it).
+
+```
+$ pip install tensorboard==2.1.0
+```
+"""
+
+
+def test_init__readme_install_commands__pins_located_python_stated(write_files: Write, tmp_path: Path) -> None:
+    root = write_files({"sub/README.md": README_MD,
+                        "sub/train.py": "import torch\nimport schnetpack\nimport ase\n"})
+    doc = _init(root / "sub", tmp_path / "models")
+    pins = _pins(doc)
+    assert pins["torch"][0] == "==1.5.0" and "README.md:8" in pins["torch"][1]
+    assert pins["ase"][0] == "==3.19.0"
+    assert pins["schnetpack"][0] == "==0.3" and "README.md:10" in pins["schnetpack"][1]
+    # a README command installing nothing the code imports is not taken; cudatoolkit is no distribution
+    deps = doc["dependencies"]
+    everything = {*deps["scanned"], *deps["extra"], *pins}
+    assert "wandb" not in everything and "tensorboard" not in everything and "cudatoolkit" not in everything
+    assert "torchvision" in everything  # on the same command as torch, which the code imports
+    assert doc["python"] == "3.7" and "README.md:8" in doc["python_reason"]
+
+
+def test_init__readme_requirement_block__read_and_a_declaration_file_wins(write_files: Write, tmp_path: Path) -> None:
+    readme = ("# D\n\n### Dependencies\n\n```\npython==3.8.13\ntorch==1.9.0\npandas==1.3.0\n```\n\n"
+              "```\nPROJECT_ROOT: the path of this repo\n```\n")
+    root = write_files({"sub/README.md": readme, "sub/requirements.txt": "pandas==1.4.2\n",
+                        "sub/run.py": "import torch\nimport pandas\n"})
+    doc = _init(root / "sub", tmp_path / "models")
+    pins = _pins(doc)
+    assert pins["torch"][0] == "==1.9.0" and "README.md:7" in pins["torch"][1]
+    assert pins["pandas"][0] == "==1.4.2" and "requirements.txt:1" in pins["pandas"][1]
+    assert doc["python"] == "3.8" and "README.md:6" in doc["python_reason"]
+    assert "project-root" not in str(doc["dependencies"]).lower()
+
+
+def test_init__conda_install_in_a_script__a_declaration(write_files: Write, tmp_path: Path) -> None:
+    root = write_files({"sub/scripts/setup.sh": "conda create -y -n g python=3.6 tqdm\n"
+                                                "conda install -y pytorch=1.6.0 cudatoolkit=10.1 -c pytorch\n"
+                                                "conda env create -f environment.yml\n",
+                        "sub/run.py": "import torch\nimport tqdm\n"})
+    doc = _init(root / "sub", tmp_path / "models")
+    pins = _pins(doc)
+    assert pins["torch"][0] == "==1.6.0" and "scripts/setup.sh:2" in pins["torch"][1]
+    assert doc["python"] == "3.6"
+    assert "environment-yml" not in str(doc["dependencies"])
+
+
+def test_readme__vendored_readme_deeper_than_one_folder__not_read() -> None:
+    assert metadata.parser_for("README.md") is metadata.parse_readme
+    assert metadata.parser_for("docs/README.rst") is metadata.parse_readme
+    assert metadata.parser_for("third_party/lib/README.md") is None
+
+
+def test_readme__rst_literal_block_and_prose__commands_only() -> None:
+    text = ("Install\n=======\n\nRun this::\n\n    pip install numpy==1.19.5 scipy\n\n"
+            "Then pip install the package as usual (prose: no command).\n")
+    ms = metadata.parse_readme(text, "README.rst")
+    assert [(d.name, d.spec, d.line) for d in ms.declared] == [("numpy", "numpy==1.19.5", 6), ("scipy", "scipy", 6)]
+    assert all(d.doc == 6 for d in ms.declared)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(list("`~:$>!# \n\tpipcondainstalcreate=1.0abc-_")), max_size=40),
+                max_size=8))
+def test_readme__any_text__never_raises_never_an_invalid_name(lines: list[str]) -> None:
+    from packaging.utils import canonicalize_name
+
+    ms = metadata.parse_readme("\n".join(lines), "README.md")
+    for d in ms.declared:
+        assert d.name == canonicalize_name(d.name) and d.name and d.doc is not None and d.line is not None
+    for _path, line, msg in ms.warnings:
+        assert msg and (line is None or line >= 1)

@@ -19,7 +19,8 @@ far and the facts looked up) and ``next_move`` returns exactly one move:
   when it states none): rule ``era-of-failing-release``, model.toml records both, relock, rebuild;
 - ``AddProviders``: modules no installed distribution provides get the distribution whose wheel,
   released by the submission's date, ships them (``pyrepro.providers``; rule ``import-provider``):
-  recorded in model.toml with that evidence, relock, rebuild;
+  recorded in model.toml with that evidence, relock, rebuild. That includes a whole package that
+  installed code imports and its distribution never declared (``undeclared_dependency``);
 - ``PinProvider``: a module whose provider pyrepro chose (``provided``: at init or by
   ``AddProviders``) fails to import inside that very distribution: the provider moves to its next
   release that ships the module (rule ``provider-next-release``, at most ``MAX_PROVIDER_MOVES``
@@ -407,6 +408,21 @@ def not_provided(row: tuple[str, str, str]) -> bool:
     return bool(m) and m.group(1).split(".")[0] == row[0].split(".")[0]
 
 
+def undeclared_dependency(row: tuple[str, str, str], python: str) -> str | None:
+    """The top-level package an import fails for inside installed code when the whole package is
+    absent (``No module named 'pkg_resources'`` while importing pybel: no dot, so not a submodule
+    that a release dropped), and it is no standard-library module of any CPython (a module that
+    left the standard library is ``imports-to-older-python``'s); else None."""
+    from pyrepro.scan.stdlib import stdlib_names
+
+    m = re.search(r"No module named '([A-Za-z_]\w*)'", row[2])
+    if not m or m.group(1) == row[0].split(".")[0]:
+        return None
+    if any(m.group(1) in stdlib_names(v) for v, _d in RELEASES) or m.group(1) in stdlib_names(python):
+        return None
+    return m.group(1)
+
+
 def _after_imports(s: Situation) -> Move:
     bad = [r for r in s.imports if r[1] != "ok"]
     if not bad:
@@ -415,6 +431,9 @@ def _after_imports(s: Situation) -> Move:
     tried = {m.kind for m in s.moves if m.trigger == "imports"}
     given = {mod for m in s.moves if m.kind == "provider" for mod in m.modules}
     missing = list(dict.fromkeys(r[0].split(".")[0] for r in bad if not_provided(r)))
+    # installed code importing a whole package its distribution never declared (PyBEL and
+    # pkg_resources on a Python whose venvs carry no setuptools): that package's provider
+    missing += [m for r in inside if (m := undeclared_dependency(r, s.python)) and m not in missing]
     wanted = [m for m in missing if m not in given and not s.absent.get(m)]
     if wanted and s.online:
         asks = tuple(m for m in wanted if m not in s.facts.providers)

@@ -382,3 +382,18 @@ def test_imports_inside__undated__era_of_the_failing_release_and_its_python() ->
     assert not isinstance(o.answer(replace(s, dated=True)), repair.RelockByEra)
     # the release's upload day unknown: no era
     assert not isinstance(Oracle().answer(s), repair.RelockByEra)
+
+
+def test_imports_inside__a_whole_package_installed_code_never_declared__its_provider_added() -> None:
+    """pybel on CPython 3.13: "No module named 'pkg_resources'" (venvs of 3.12+ carry no setuptools,
+    and pybel never declared it): that package's provider, before any relock by date or era."""
+    row = ("pybel", "error", "ModuleNotFoundError: No module named 'pkg_resources'")
+    s = _s(python="3.13", imports=(row,), strategy="as-declared", dated=False)
+    move = repair.next_move(s)
+    assert isinstance(move, repair.LookUp) and move.providers == ("pkg_resources",)
+    add = Oracle(provided={"pkg_resources": "setuptools"}).answer(s)
+    assert isinstance(add, repair.AddProviders) and add.providers[0][:2] == ("pkg_resources", "setuptools")
+    # a submodule a release dropped, a module that left the standard library: not this rule
+    assert repair.undeclared_dependency(("x", "error", "No module named 'sklearn.metrics.scorer'"), "3.13") is None
+    assert repair.undeclared_dependency(("x", "error", "No module named 'imp'"), "3.13") is None
+    assert repair.undeclared_dependency(("loguru", "error", "No module named 'loguru'"), "3.13") is None

@@ -604,12 +604,30 @@ def rule_former_name(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | 
     return None
 
 
+def rule_not_on_index(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
+    """A direct requirement whose name the index does not have at all (``Facts.versions`` says no
+    release, after the rename and former-name rules found no other name): a conda-only package
+    (conda-forge's xtb-python), a private or withdrawn one. Nothing can install it, so it is dropped,
+    said so; the import check then says whether the code needs it (a lock without it beats no lock
+    at all, which hides every other problem)."""
+    if p.kind != "not-found" or facts.versions.get(p.package, None) != ():
+        return None
+    for i in find(reqs, p.package):
+        used = "" if facts.imported is None else (" (the code imports it: the import check will say what is missing)"
+                                                  if facts.central(p.package) else " (the code never imports it)")
+        return Step("not-on-index", p.package, reqs[i], "",
+                    f"{p.package} does not exist on the package index (a conda-only, private or withdrawn "
+                    f"package); dropped{used}", _edit(reqs, i, ""))
+    return None
+
+
 #: The ordered rule registry: the first rule that returns a step wins.
 RULES: tuple[tuple[str, Rule], ...] = (
     ("strip-local-version", rule_strip_local_version),
     ("rename", rule_rename),
     ("nearest-release", rule_nearest_release),
     ("former-name", rule_former_name),
+    ("not-on-index", rule_not_on_index),
     ("nearest-compatible", rule_nearest_compatible),
     ("widen-conflict", rule_widen_conflict),
     ("unbuildable-unpin", rule_drop_unbuildable),

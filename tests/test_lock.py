@@ -608,3 +608,37 @@ def test_relax__conflict_brought_by_a_package_never_imported__its_pin_gives_firs
     step = relax.relax(msg, ["matbench==0.1.0", "scikit-learn==1.2.0"],
                        relax.Facts(versions=facts.versions, imported=frozenset({"scikit-learn", "matbench"})))
     assert step is not None and step.rule == "nearest-compatible" and step.after == "scikit-learn==1.0.2"
+
+
+def test_lock_request__a_name_the_index_does_not_have__dropped_said_so(tmp_path: Path) -> None:
+    """tartarus (corpus4 dev): conda-forge's xtb-python in an environment file is no PyPI name. No
+    rule found another name, so the lock stopped; the requirement is dropped with the reason and
+    the lock goes on (the import check then says whether the code needs it)."""
+    d = _project(tmp_path, ["numpy", "xtb-python==20.2"])
+    seen: list[tuple[str, ...]] = []
+
+    def pdm(argv, cwd, env):  # type: ignore[no-untyped-def]
+        proj = Path(argv[argv.index("-p") + 1])
+        deps = lock.read_pyproject(proj / "pyproject.toml")["project"]["dependencies"]
+        if "--append" not in argv:
+            seen.append(tuple(deps))
+        if any(x.startswith("xtb-python") for x in deps):
+            return Completed(tuple(argv), 1, "", "[CandidateNotFound]: Unable to find candidates for xtb-python. "
+                                                 "There may exist some issues with the package name or network "
+                                                 "condition.\n")
+        h = lock.content_hash(lock.read_pyproject(proj / "pyproject.toml"))
+        (proj / "pdm.lock").write_text(GOOD_LOCK.format(h=h.removeprefix("sha256:")))
+        return Completed(tuple(argv), 0, "", "")
+
+    runner = FakeRunner()
+    runner.on(lock.pdm_command(), pdm)
+    runner.on([lock.sys.executable, "-m", "pip", "index"],
+              Completed((), 1, "", "ERROR: No matching distribution found for xtb-python\n"))
+    out = lock.lock_request(lock.LockRequest("p", d, "3.11"), runner=runner, python_exe=Path("/usr/bin/python3"))
+    assert out.category == 2 and [s.rule for s in out.steps] == ["not-on-index"]
+    assert seen[-1] == ("numpy",)
+    assert "does not exist on the package index" in out.steps[0].reason
+    # a name whose release list is unknown (the index not asked) is never dropped
+    from pyrepro import relax
+    problem = relax.diagnose("[CandidateNotFound]: Unable to find candidates for xtb-python.")
+    assert relax.rule_not_on_index(problem[0], ("xtb-python",), relax.Facts()) is None

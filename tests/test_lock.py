@@ -611,10 +611,11 @@ def test_relax__conflict_brought_by_a_package_never_imported__its_pin_gives_firs
 
 
 def test_lock_request__a_name_the_index_does_not_have__dropped_said_so(tmp_path: Path) -> None:
-    """tartarus (corpus4 dev): conda-forge's xtb-python in an environment file is no PyPI name. No
-    rule found another name, so the lock stopped; the requirement is dropped with the reason and
-    the lock goes on (the import check then says whether the code needs it)."""
-    d = _project(tmp_path, ["numpy", "xtb-python==20.2"])
+    """tartarus (corpus4 dev): a conda-only package in an environment file (conda-forge's xtb-python
+    before the name table knew it) is no PyPI name. No rule found another name, so the lock
+    stopped; the requirement is dropped with the reason and the lock goes on (the import check
+    then says whether the code needs it)."""
+    d = _project(tmp_path, ["numpy", "condaonly-tool==20.2"])
     seen: list[tuple[str, ...]] = []
 
     def pdm(argv, cwd, env):  # type: ignore[no-untyped-def]
@@ -622,8 +623,8 @@ def test_lock_request__a_name_the_index_does_not_have__dropped_said_so(tmp_path:
         deps = lock.read_pyproject(proj / "pyproject.toml")["project"]["dependencies"]
         if "--append" not in argv:
             seen.append(tuple(deps))
-        if any(x.startswith("xtb-python") for x in deps):
-            return Completed(tuple(argv), 1, "", "[CandidateNotFound]: Unable to find candidates for xtb-python. "
+        if any(x.startswith("condaonly-tool") for x in deps):
+            return Completed(tuple(argv), 1, "", "[CandidateNotFound]: Unable to find candidates for condaonly-tool. "
                                                  "There may exist some issues with the package name or network "
                                                  "condition.\n")
         h = lock.content_hash(lock.read_pyproject(proj / "pyproject.toml"))
@@ -633,12 +634,12 @@ def test_lock_request__a_name_the_index_does_not_have__dropped_said_so(tmp_path:
     runner = FakeRunner()
     runner.on(lock.pdm_command(), pdm)
     runner.on([lock.sys.executable, "-m", "pip", "index"],
-              Completed((), 1, "", "ERROR: No matching distribution found for xtb-python\n"))
+              Completed((), 1, "", "ERROR: No matching distribution found for condaonly-tool\n"))
     out = lock.lock_request(lock.LockRequest("p", d, "3.11"), runner=runner, python_exe=Path("/usr/bin/python3"))
     assert out.category == 2 and [s.rule for s in out.steps] == ["not-on-index"]
     assert seen[-1] == ("numpy",)
     assert "does not exist on the package index" in out.steps[0].reason
     # a name whose release list is unknown (the index not asked) is never dropped
     from pyrepro import relax
-    problem = relax.diagnose("[CandidateNotFound]: Unable to find candidates for xtb-python.")
-    assert relax.rule_not_on_index(problem[0], ("xtb-python",), relax.Facts()) is None
+    problem = relax.diagnose("[CandidateNotFound]: Unable to find candidates for condaonly-tool.")
+    assert relax.rule_not_on_index(problem[0], ("condaonly-tool",), relax.Facts()) is None

@@ -31,6 +31,7 @@ from pyrepro import relax
 Strategy = Literal["as-declared", "date-bounded", "relaxed", "reused"]
 STRATEGIES: tuple[Strategy, ...] = ("as-declared", "date-bounded", "relaxed")
 MAX_STEPS = 8
+UNCOUNTED_RULES = frozenset({"not-on-index"})  # relaxation steps that do not count toward MAX_STEPS
 _ACTIONABLE = ("not-found", "conflict", "build-failed")
 
 
@@ -185,8 +186,11 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
         return GiveUp(f"no strategy produced a lock ({', '.join(s.order)}), and relaxation was not asked for")
     if not s.tried:  # started at "relaxed": a first error to work from
         return Try("relaxed", s.declared, s.relax_bound)
-    if len(s.steps) >= max_steps:
-        return GiveUp(f"still no lock after {len(s.steps)} relaxation steps (the limit)")
+    # a step that drops a name the index does not have shortens the list and loosens nothing: a
+    # fully pinned conda export names a dozen system libraries, each dropped in a step of its own
+    counted = [st for st in s.steps if st.rule not in UNCOUNTED_RULES]
+    if len(counted) >= max_steps:
+        return GiveUp(f"still no lock after {len(counted)} relaxation steps (the limit)")
     problems = s.tried[-1].problems
     if any(p.kind == "timeout" for p in problems) and not any(p.kind in _ACTIONABLE for p in problems):
         return GiveUp("the resolver timed out without naming a conflict, a missing release or a failed build; "

@@ -277,3 +277,24 @@ def test_plan__project_first_published_after_the_bound__bound_moves_past_its_fir
     move = lockplan.next_move(sit)
     assert isinstance(move, lockplan.Try) and move.bound == "2024-12-12" and move.requirements == ("chipsff", "numpy")
     assert "chipsff was first published 2024-12-11" in move.bound_note
+
+
+def test_plan__names_the_index_lacks__dropped_without_spending_the_step_limit() -> None:
+    """A fully pinned conda export (perovskite-ordering, corpus4 dev) names a dozen system libraries;
+    each is dropped in a step of its own (not-on-index), and those steps do not count toward
+    MAX_STEPS, so the version relaxations that follow still have their eight."""
+    libs = [f"syslib{i}==1.{i}" for i in range(lockplan.MAX_STEPS + 2)]
+    sit = lockplan.start(("numpy==1.0", *libs))
+    for k in range(len(libs)):
+        m = lockplan.next_move(sit)
+        assert isinstance(m, lockplan.Try), (k, m)
+        name = libs[k].split("==")[0]
+        sit = sit.after(m, _fail(m, f"[CandidateNotFound]: Unable to find candidates for {name}. There may exist "
+                                     "some issues with the package name or network condition."))
+        ask = lockplan.next_move(sit)
+        assert isinstance(ask, lockplan.LookUp) and ask.versions == (name,)
+        sit = sit.learn(versions={name: ()})
+    m = lockplan.next_move(sit)
+    assert isinstance(m, lockplan.Try) and m.requirements == ("numpy==1.0",)
+    assert m.step is not None and m.step.rule == "not-on-index"
+    assert [st.rule for st in sit.steps] == ["not-on-index"] * (len(libs) - 1)  # more than MAX_STEPS

@@ -119,3 +119,26 @@ def test_readme__any_text__never_raises_never_an_invalid_name(lines: list[str]) 
         assert d.name == canonicalize_name(d.name) and d.name and d.doc is not None and d.line is not None
     for _path, line, msg in ms.warnings:
         assert msg and (line is None or line >= 1)
+
+
+def test_init__full_conda_export__only_pins_of_imported_packages_kept(write_files: Write, tmp_path: Path) -> None:
+    """perovskite-ordering (corpus4 dev): a `conda env export` of 155 builds. Pins of packages the
+    code never imports are conda's resolution, not the authors': a dozen system libraries and
+    transitive pins conflicted until the relaxation limit. Only the imported ones are kept."""
+    conda = [f"  - lib{i}pkg=1.{i}=h{i}abc_0" for i in range(12)]
+    yml = "\n".join(["name: x", "channels:", "  - conda-forge", "dependencies:", *conda,
+                     "  - numpy=1.22.4=py310h4ef5377_0", "  - bottleneck=1.3.5=py310ha9d4c09_0",
+                     "  - python=3.10.11=h7a1cb2a_2", "  - pip:", "    - sigopt==8.8.2", "    - wandb==0.15.0", ""])
+    root = write_files({"sub/environment.yml": yml, "sub/run.py": "import numpy\nimport sigopt\n"})
+    doc = _init(root / "sub", tmp_path / "models")
+    pins = _pins(doc)
+    assert pins["numpy"][0] == "==1.22.4" and pins["sigopt"][0] == "==8.8.2"
+    deps = doc["dependencies"]
+    assert {*deps["scanned"], *deps["extra"], *pins} == {"numpy", "sigopt"}
+    assert doc["python"] == "3.10"
+
+
+def test_environment_yml__a_few_build_strings__not_an_export() -> None:
+    yml = "dependencies:\n  - numpy=1.22.4=py310h4ef5377_0\n  - scipy=1.9\n  - pip:\n    - wandb==0.15.0\n"
+    ms = metadata.parse_environment_yml(yml, "environment.yml")
+    assert {d.name for d in ms.declared} == {"numpy", "scipy", "wandb"} and all(d.doc is None for d in ms.declared)

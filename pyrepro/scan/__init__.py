@@ -952,7 +952,8 @@ def weigh_commented(declared: Sequence[meta.Declared], imported: set[str]
     kept: list[meta.Declared] = []
     said: list[Warning_] = []
     for d in declared:
-        what = "the README's install" if d.doc is not None else "a commented-out install"
+        what = ("a commented-out install" if d.doc is None else "a conda export's pin"
+                if d.path.lower().endswith((".yml", ".yaml")) else "the README's install")
         if weak(d) and d.name in active:
             said.append(Warning_(Location(d.path, d.line, d.cell), f"{d.spec}: {what}; "
                                  f"{'a declaration file' if d.doc is not None else 'an active line'} installs it, "

@@ -45,7 +45,7 @@ class Declared:
     line: int | None
     cell: int | None = None  # notebook cell of a ``%pip install`` line
     commented: bool = False  # from an install line kept as a comment (weaker: see scan.weigh_commented)
-    doc: int | None = None  # from a README: the line of its command or list (weaker, like commented)
+    doc: int | None = None  # from a README or a conda export: its command's or list's line (weaker, like commented)
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"name": self.name, "spec": self.spec,
@@ -826,6 +826,9 @@ def parse_metadata_yml(text: str, path: str) -> MetaScan:
     return MetaScan(tuple(out), tuple(warnings))
 
 
+EXPORT_MIN_BUILDS = 10  # conda entries with build strings from which an environment file is an export
+
+
 def parse_environment_yml(text: str, path: str) -> MetaScan:
     """A tolerant reader of conda environment files (no YAML library needed)."""
     warnings: list[tuple[str, int | None, str]] = []
@@ -833,6 +836,7 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
     in_deps = False
     deps_indent = 0
     system: list[tuple[int, str]] = []  # conda packages that are no Python distribution, said once
+    conda_items: list[tuple[int, bool]] = []  # (line, carries a build string) of every conda entry
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].rstrip()
         if not line.strip():
@@ -853,6 +857,7 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
         name = re.split(r"[=<>!~ ]", item, maxsplit=1)[0]
         name = name.split("::")[-1]
         if conda:
+            conda_items.append((n, bool(re.fullmatch(r"[^=\s]+=[^=\s]+=[^=\s]+", item))))
             if conda_system_reason(name) is not None:  # the [conda_system] table of module_map.toml
                 if name.lower() not in ("python", "pip"):
                     system.append((n, name))
@@ -870,6 +875,15 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
                          f"{'are' if len(names) > 1 else 'is'} not a Python distribution (system libraries, "
                          f"compilers, build tools; the name table's [conda_system] says why each): "
                          f"{', '.join(names[:12])}{', ...' if len(names) > 12 else ''}; not read"))
+    built = sum(1 for n, k in conda_items if k)
+    if built >= EXPORT_MIN_BUILDS and 2 * built >= len(conda_items):
+        # `conda env export`: every package conda resolved, with its build string. Those the code
+        # does not import are conda's resolution, not the authors' choices: weak, like a README's
+        first = conda_items[0][0]
+        warnings.append((path, first, f"a full `conda env export` ({built} of {len(conda_items)} conda entries carry "
+                                      "build strings): only the pins of packages the code imports are kept; the "
+                                      "rest are conda's own resolution (the lock resolves them anew)"))
+        out = [dataclasses.replace(d, doc=d.line) for d in out]
     return MetaScan(tuple(out), tuple(warnings))
 
 

@@ -8,7 +8,9 @@ Four stages, each with one door, joined by ``scan_path`` (in the manner of Fawlt
    platform-guard context), shell commands, ``pip install`` declarations, ``sys.path`` inserts,
    warnings. It never executes anything; the result is a pure function of the file's bytes, so
    it is cached by content hash (a re-scan of an unchanged tree reads the cache) and big trees
-   are extracted on all cores.
+   are extracted on all cores. ``conda install``/``conda create`` commands declare too, and so do
+   a README's install commands and requirement lists (the folder's own README and its first-level
+   folders'), though weaker than a declaration file (``weigh_commented``).
 3. ``classify(walked, facts, python)`` sets apart the standard library, the contribution's own
    modules (resolved the way Python does: from the folders scripts run in and ``sys.path``
    inserts, not from each importing file's folder) and Python 2 evidence.

@@ -15,6 +15,14 @@ UPSTREAM = (REPO / ".." / "shared" / "upstream").resolve()
 UPSTREAM_LB = UPSTREAM / "jarvis_leaderboard"
 
 
+@pytest.fixture(autouse=True)
+def _pip_installer_unless_real(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests with a fake runner expect pip's install commands; tests that build for real
+    (integration, network) keep the default installer (uv where it applies)."""
+    if not (request.node.get_closest_marker("network") or request.node.get_closest_marker("integration")):
+        monkeypatch.setenv("PYREPRO_INSTALLER", "pip")
+
+
 @pytest.fixture
 def repo_root() -> Path:
     return REPO

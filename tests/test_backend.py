@@ -154,6 +154,10 @@ def test_build_and_run__mini_world__executable_with_provenance(world: Paths, tmp
     mirror = SC / "mirror"
     b1 = local.build(spec, world, mirror=mirror)
     assert not b1.env_cached and not b1.src_cached and b1.python.startswith("3.11")
+    # the wheels went in with uv (a dependency of pyrepro), unpacked once into pyrepro's own cache
+    import json
+    assert json.loads((b1.env_dir / local.COMPLETE).read_text())["installer"] == "uv"
+    assert any(local.uv_cache(world).iterdir())
     assert (b1.src_dir / "run.py").read_text().count("pyrepro_runtime") >= 2
     b2 = local.build(spec, world, mirror=mirror)
     assert b2.env_cached and b2.src_cached and (b2.env_key, b2.src_key) == (b1.env_key, b1.src_key)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 from pyrepro import proc
 from pyrepro.backends import local
@@ -262,3 +264,75 @@ def test_build_env__store_holds_every_wheel__installed_without_a_download_else_d
     rc["install"] = 1
     local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
     assert [c[0] for c in calls] == ["install", "download", "install"]
+
+
+def _build_with_uv(tmp_path: Path, monkeypatch: Any, uv_rc: int) -> tuple[Paths, list[list[str]], dict[str, Any]]:
+    """The mini model built with a recorded uv (exit ``uv_rc``) and a recorded pip."""
+    paths, spec = _mini(tmp_path)
+    monkeypatch.setenv("PYREPRO_INSTALLER", "")
+    monkeypatch.setenv("PYREPRO_UV", "/opt/fake/uv")
+    calls: list[list[str]] = []
+    envs: dict[str, Any] = {}
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[0] == "/opt/fake/uv":
+            calls.append(argv)
+            envs["uv"] = kw.get("env") or {}
+            return Completed(tuple(argv), uv_rc, "", "error: no wheel fits" if uv_rc else "")
+        if argv[1:4] in (["-m", "pip", "download"], ["-m", "pip", "install"]):
+            calls.append(argv[3:])
+            return Completed(tuple(argv), 0, "", "")
+        return proc.run(cmd, **kw)
+
+    env_dir, _key, _py, _hit = local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
+    info = json.loads((env_dir / local.COMPLETE).read_text())
+    return paths, calls, {**envs, "info": info}
+
+
+def test_build_env__uv_installs_the_wheels__pip_only_the_sdists(tmp_path: Path, monkeypatch: Any) -> None:
+    paths, calls, seen = _build_with_uv(tmp_path, monkeypatch, 0)
+    uv, sdists = calls
+    assert uv[1:3] == ["pip", "install"] and uv[uv.index("--python") + 1].endswith("/bin/python")
+    assert {"--require-hashes", "--no-deps", "--no-build"} <= set(uv) and uv[-1].endswith("requirements.txt")
+    assert seen["uv"]["UV_CACHE_DIR"] == str(local.uv_cache(paths))  # under pyrepro's cache, emptied by gc --all
+    assert sdists[0] == "install" and sdists[-1].endswith("requirements-sdist.txt")  # sdists: pip, as before
+    assert seen["info"]["installer"] == "uv"
+
+
+def test_build_env__uv_fails__pip_installs_the_wheels_and_it_is_recorded(tmp_path: Path, monkeypatch: Any) -> None:
+    _paths, calls, seen = _build_with_uv(tmp_path, monkeypatch, 2)
+    assert calls[0][0] == "/opt/fake/uv" and calls[1][0] == "download" and calls[2][0] == "install"
+    assert seen["info"]["installer"] == "pip" and "no wheel fits" in seen["info"]["uv_failed"]
+
+
+def test_build_env__python_before_38__pip_alone(tmp_path: Path, monkeypatch: Any) -> None:
+    import dataclasses
+
+    paths, spec = _mini(tmp_path)
+    monkeypatch.setenv("PYREPRO_INSTALLER", "")
+    monkeypatch.setenv("PYREPRO_UV", "/opt/fake/uv")
+    calls: list[list[str]] = []
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[0] == "/opt/fake/uv" or argv[1:4] in (["-m", "pip", "download"], ["-m", "pip", "install"]):
+            calls.append(argv)
+            return Completed(tuple(argv), 0, "", "")
+        return proc.run(cmd, **kw)
+
+    local.build_env(dataclasses.replace(spec, python="3.7"), paths, runner=runner, platform="linux-x86_64")
+    assert calls and not any(c[0] == "/opt/fake/uv" for c in calls)
+    monkeypatch.setenv("PYREPRO_INSTALLER", "pip")
+    assert local.uv_binary() is None
+
+
+def test_gc__all__empties_uv_cache_plain_gc_keeps_it(tmp_path: Path) -> None:
+    paths, spec = _mini(tmp_path)
+    entry = local.uv_cache(paths) / "wheels-v5" / "x.whl"
+    entry.parent.mkdir(parents=True)
+    entry.write_text("x")
+    local.gc(paths, [spec])
+    assert entry.is_file()
+    local.gc(paths, [spec], everything=True)
+    assert not local.uv_cache(paths).exists() or not any(local.uv_cache(paths).iterdir())

@@ -40,7 +40,7 @@ from pyrepro.errors import (
     PyreproError,
     SdistBuildError,
 )
-from pyrepro.interpreters import find_python, first_patch
+from pyrepro.interpreters import find_python, first_patch, version_key
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner
 from pyrepro.progress import NULL_PROGRESS, Progress, output_detail, release_of
@@ -279,6 +279,10 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
         # installed package it never declared (torch-scatter imports torch) still builds.
         wheels = [p for p in pkgs if not p.sdist_only]
         sdists = [p for p in pkgs if p.sdist_only]
+        # the wheels: uv where it can (several times faster: parallel, unpacked once per machine),
+        # pip where it cannot (Pythons before UV_OLDEST) or when uv fails
+        uv = uv_binary() if version_key(spec.python) >= version_key(UV_OLDEST) else None
+        installer, uv_failed = "pip", ""
         no_isolation: dict[str, Any] | None = None
         bounded = _bounded_build_requirements(spec, sdists, paths, index)
         iso_env = env
@@ -313,6 +317,14 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                                   on_line=output_detail(progress, label, pip_detail))
 
                 res = None
+                if group is wheels and uv is not None:
+                    res = _uv_install(uv, tmp, req, paths, env, runner, progress, label)
+                    if res.returncode == 0:
+                        installer = "uv"
+                        break
+                    progress.advance(label, 0, "uv could not install the wheels; pip installs them")
+                    uv_failed = "\n".join((res.stderr or res.stdout or "").strip().splitlines()[-5:])
+                    res = None
                 if group is wheels and _in_store(group, download_store(paths)):
                     # every locked package has a wheel in the store: install from it without asking
                     # the index; a wheel for another Python or platform there sends it to the download
@@ -353,7 +365,9 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                           "import platform; print(platform.python_version())"], check=True).stdout.strip()
         _fix_shebangs(tmp, final)
         info: dict[str, Any] = {"name": spec.name, "key": key, "python": version, "packages": len(pkgs),
-                                "built_at": time.time(), **({"pip": pip[0]} if pip is not None else {})}
+                                "built_at": time.time(), "installer": installer,
+                                **({"uv_failed": uv_failed} if uv_failed else {}),
+                                **({"pip": pip[0]} if pip is not None else {})}
         if no_isolation is not None:
             info["no_isolation_build_tools"] = no_isolation
         if bounded is not None:
@@ -366,6 +380,48 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
         raise
     progress.finish(label, f"{len(pkgs)} packages")
     return final, key, version, False
+
+
+# ------------------------------------------------------------------ the installer of the wheels
+
+#: The oldest Python uv installs into (``uv pip install --python``); older ones use pip.
+UV_OLDEST = "3.8"
+
+
+def uv_binary() -> str | None:
+    """The uv executable that installs the wheels of a lock, or None (then pip does).
+    ``PYREPRO_INSTALLER=pip`` chooses pip; ``PYREPRO_UV`` names a uv binary; else the ``uv``
+    distribution installed beside pyrepro, else ``uv`` on PATH."""
+    if os.environ.get("PYREPRO_INSTALLER", "").strip().lower() == "pip":
+        return None
+    given = os.environ.get("PYREPRO_UV")
+    if given:
+        return given
+    try:
+        from uv import find_uv_bin  # type: ignore[import-not-found]
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        return shutil.which("uv")
+
+
+def uv_cache(paths: Paths) -> Path:
+    """uv's cache: wheels unpacked once and hard-linked into every environment that locks them
+    (a torch environment's GBs are written once per machine, not once per environment)."""
+    return paths.cache / "uv"
+
+
+def _uv_install(uv: str, venv: Path, req: Path, paths: Paths, env: dict[str, str], runner: Runner,
+                progress: Progress, label: str) -> Any:
+    """Install the hash-pinned wheels of ``req`` into ``venv`` with uv (no sdist is built: those are
+    pip's phase). The result; a failure leaves the venv to pip, which installs over it."""
+    argv = [uv, "pip", "install", "--python", str(venv / "bin" / "python"), "--require-hashes", "--no-deps",
+            "--no-build", "--no-config", "-r", str(req)]
+    index = env.get("PIP_INDEX_URL")
+    if index:
+        argv[3:3] = ["--index-url", index]
+    uv_env = {**env, "UV_CACHE_DIR": str(uv_cache(paths)), "UV_NO_PROGRESS": "1", "UV_PYTHON_DOWNLOADS": "never"}
+    return runner(argv, env=uv_env, check=False, timeout=7200, on_line=output_detail(progress, label, pip_detail))
 
 
 def download_store(paths: Paths) -> Path:
@@ -663,7 +719,7 @@ def _sweep(paths: Paths, doomed: Any, dry_run: bool) -> list[Path]:
     """Remove (or list, ``dry_run``) the cached environments, staged sources and launchers for
     which ``doomed(sub, path)`` holds."""
     removed = []
-    for sub in ("envs", "staged", "launchers", "downloads"):
+    for sub in ("envs", "staged", "launchers", "downloads", "uv"):
         d = paths.cache / sub
         if not d.is_dir():
             continue
@@ -699,8 +755,12 @@ def gc(paths: Paths, specs: list[ModelSpec], *, dry_run: bool = False, remove: t
             raise NotFoundError(f"no model and no cached environment named {', '.join(unknown)}",
                                 hint="name a model of the registry (pyrepro report lists them)")
     if remove or everything:  # on request: the named models' entries (every entry with --all), nothing else
-        return _sweep(paths, lambda sub, p: not p.name.startswith(".") and (everything if sub == "downloads" else (
-            everything or any(p.name.startswith(f"{n}-") for n in remove))), dry_run)
+        def doomed(sub: str, p: Path) -> bool:
+            if sub in ("uv", "downloads"):  # shared by every lock: emptied by --all only
+                return everything and (sub == "uv" or not p.name.startswith("."))
+            return not p.name.startswith(".") and (everything or any(p.name.startswith(f"{n}-") for n in remove))
+
+        return _sweep(paths, doomed, dry_run)
     keep: set[str] = set()
     keep_prefix: set[str] = set()
     launchers: set[str] = set()
@@ -729,6 +789,8 @@ def gc(paths: Paths, specs: list[ModelSpec], *, dry_run: bool = False, remove: t
         files |= {str(f.get("file", "")) for pkg in lock_data.get("package", []) for f in pkg.get("files", [])}
 
     def unreferenced(sub: str, p: Path) -> bool:
+        if sub == "uv":  # uv's own cache: emptied by gc --all only (its entries are shared by every lock)
+            return False
         if sub == "downloads":
             return p.is_file() and p.name not in files and now - p.stat().st_mtime > STALE_TMP_SECONDS
         if p.name.startswith("."):  # a temporary build folder, only when an interrupted build left it a day ago

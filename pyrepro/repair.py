@@ -8,8 +8,8 @@ far and the facts looked up) and ``next_move`` returns exactly one move:
 
 - ``PinWheels``: locked sdists that did not build move to the nearest release with a wheel for the
   model's Python (rule ``sdist-to-wheel``): pins with reasons in model.toml, relock, rebuild;
-- ``MovePython``: the Python moves (rules ``sdist-to-older-python``, ``imports-to-older-python``,
-  ``not-found-to-older-python``):
+- ``MovePython``: the Python moves (rules ``sdist-to-older-python``, ``sdist-to-newer-python``,
+  ``imports-to-older-python``, ``not-found-to-older-python``):
   model.toml records it with its reason and the Python it replaced, relock, rebuild. ``restore``:
   when that Python does not lock, every file goes back as it was and the planner is asked again;
 - ``RelockByDate``: relock with nothing newer than the submission's date (imports failing inside
@@ -331,6 +331,8 @@ def _after_build(s: Situation) -> Move:
         steps, why = _wheel_steps(s, tried)
         if not steps:
             older = _older_python(s, set())
+        if not steps and older is None and not undone:
+            older = _newer_python(s)
     if older is not None:
         missing = _interpreter(s, older[0])
         if missing:  # say which Python the move needs, change nothing
@@ -339,8 +341,32 @@ def _after_build(s: Situation) -> Move:
     if steps:
         return PinWheels(tuple(steps))
     if older is not None:
-        return MovePython(older[0], older[1], "sdist-to-older-python")
+        newer = version_key(older[0]) > version_key(s.python)
+        return MovePython(older[0], older[1], "sdist-to-newer-python" if newer else "sdist-to-older-python")
     return GiveUp(why)
+
+
+def _newer_python(s: Situation) -> tuple[str, str] | None:
+    """When locked sdists did not build, no release of them has a wheel for the model's Python and
+    no older CPython has a wheel of the locked releases either, the oldest newer CPython for which
+    every one of them has a release with a wheel (rule ``sdist-to-newer-python``): Open Babel's PyPI
+    wheels start at CPython 3.10, and a conda file's python=3.8 had conda's own binary. A move
+    already made away from that Python is not repeated. (python, reason), or None."""
+    newer = [v for v, _d in RELEASES if version_key(v) > version_key(s.python)]
+    been = {m.python for m in s.moves if m.kind == "python"}
+    asks = tuple((p, v) for p, _ in s.sdists for v in newer if (p, v) not in s.facts.wheel_versions)
+    if asks:
+        raise _Need(LookUp(wheel_versions=asks))
+    for v in newer:
+        if v in been:
+            continue
+        if all(s.facts.wheel_versions[(p, v)] for p, _ in s.sdists):
+            names = ", ".join(f"{p} {ver}" for p, ver in s.sdists)
+            return v, (f"{v}: the locked sdist{'s' if len(s.sdists) > 1 else ''} {names} did not build for CPython "
+                       f"{s.python}, and no release has a wheel for it or for an older CPython; {v} is the oldest "
+                       f"newer CPython with a wheel of {'each' if len(s.sdists) > 1 else 'a release'} (rule "
+                       f"sdist-to-newer-python; before: {s.python}, {s.python_reason or 'no reason recorded'})")
+    return None
 
 
 def _wheel_steps(s: Situation, tried: Mapping[str, set[str]]) -> tuple[list[relax.Step], str]:

@@ -187,7 +187,8 @@ def test_planner__performing_its_moves__always_ends_and_never_repeats_a_move(wor
                                                                             ) -> None:
     """Whatever the index says, a reproduction that performs each move (every relock failing, the
     same sdists failing again) reaches GiveUp within a few moves and never makes the same move
-    twice; a Python move goes only to an existing interpreter, older than the one it leaves."""
+    twice; a Python move goes only to an existing interpreter, older than the one it leaves
+    (newer only by sdist-to-newer-python)."""
     s, o = world
     seen = []
     for _ in range(12):
@@ -201,7 +202,8 @@ def test_planner__performing_its_moves__always_ends_and_never_repeats_a_move(wor
             m = repair.Moved("wheels", trigger, pins=tuple((st.package, st.after.split("==")[1]) for st in move.steps))
         elif isinstance(move, repair.MovePython):
             assert move.python in o.pythons and move.python != s.python
-            assert tuple(map(int, move.python.split("."))) < tuple(map(int, s.python.split(".")))
+            older = tuple(map(int, move.python.split("."))) < tuple(map(int, s.python.split(".")))
+            assert older or move.rule == "sdist-to-newer-python"
             m = repair.Moved("python", trigger, ok=False, python=move.python)
             if trigger == "build":
                 s = replace(s, python=move.python)
@@ -397,3 +399,24 @@ def test_imports_inside__a_whole_package_installed_code_never_declared__its_prov
     assert repair.undeclared_dependency(("x", "error", "No module named 'sklearn.metrics.scorer'"), "3.13") is None
     assert repair.undeclared_dependency(("x", "error", "No module named 'imp'"), "3.13") is None
     assert repair.undeclared_dependency(("loguru", "error", "No module named 'loguru'"), "3.13") is None
+
+
+def test_sdist__wheels_only_for_newer_pythons__oldest_newer_python_with_one() -> None:
+    """tartarus (corpus4 dev): a conda file's python=3.8 had conda's binary Open Babel; on PyPI
+    openbabel 3.1.1.1 is a sdist needing the system library, and wheels start at 3.2.0 for CPython
+    3.10. No older CPython has a wheel: the oldest newer one that does, said so."""
+    o = Oracle({"openbabel": {"3.1.1.1": set(), "3.2.0": {"3.10", "3.11"}, "3.2.1": {"3.10", "3.11", "3.12"}}},
+               uploads={"openbabel==3.1.1.1": "2020-05-23"})
+    s = _s(python="3.8", python_stated=True, python_reason="environment.yml:7: - python=3.8",
+           sdists=(("openbabel", "3.1.1.1"),))
+    move = o.answer(s)
+    assert isinstance(move, repair.MovePython) and (move.python, move.rule) == ("3.10", "sdist-to-newer-python")
+    assert "before: 3.8, environment.yml:7" in move.reason
+    # been there already (moved to 3.10 once, and back): not again, the next newer one
+    after = replace(s, moves=(repair.Moved("python", "build", python="3.10"),))
+    again = o.answer(after)
+    assert isinstance(again, repair.MovePython) and again.python == "3.11"
+    # no newer Python has a wheel either: give up naming the sdist
+    none = Oracle({"openbabel": {"3.1.1.1": set()}}, uploads={"openbabel==3.1.1.1": "2020-05-23"})
+    give = none.answer(s)
+    assert isinstance(give, repair.GiveUp) and "openbabel 3.1.1.1" in give.reason

@@ -359,7 +359,8 @@ def match_by_wheels(scan: ScanResult, index: Any, before: dt.date | None = None)
         elif len(hits) > 1:
             out.append(WheelMatch(top, hits[0][0], "ambiguous: the wheels of " + ", ".join(h[0] for h in hits)
                                   + f" all ship {top}; review and add the right one to [mapping]", False))
-        elif imp.guess and hasattr(index, "releases_by"):
+        elif imp.guess and imp.kind == "required" and hasattr(index, "releases_by"):
+            # an optional import is never installed unless declared: no provider is looked up
             from pyrepro.providers import find_provider, known_absent
 
             if known_absent(imp.module):

@@ -320,3 +320,18 @@ def test_next_release__first_later_release_that_ships_the_module() -> None:
     assert got is not None and got[0] == "0.2.0" and "next release that ships bench_kit" in got[1]
     assert providers.next_release("bench_kit", "bench-kit", "0.2.0", idx) is None
     assert providers.next_release("bench_kit", "bench-kit", "not a version", idx) is None
+
+
+def test_match_by_wheels__optional_import__no_provider_looked_up(tmp_path: Path, write_files: Any) -> None:
+    """An import only a Sphinx conf.py or a try/except ImportError makes is optional: it is never
+    installed unless declared, so init looks up no provider for it (a docs theme became a model
+    requirement of molecular-transformer, corpus4 dev)."""
+    from pyrepro import init as init_mod
+    from pyrepro.scan import scan_path
+
+    root = write_files({"sub/run.py": "import loguru\ntry:\n    import tqdm\nexcept ImportError:\n    tqdm = None\n",
+                        "sub/docs/conf.py": "import sphinx_rtd_theme\n"})
+    fake = FakeIndex({n: [("1.0", "2020-01-01", {m})] for n, m in
+                      (("loguru", "loguru"), ("tqdm", "tqdm"), ("sphinx-rtd-theme", "sphinx_rtd_theme"))})
+    got = init_mod.match_by_wheels(scan_path(root / "sub"), fake)
+    assert [(m.module, m.distribution) for m in got] == [("loguru", "loguru")]

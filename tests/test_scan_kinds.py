@@ -353,3 +353,16 @@ def test_scan__commented_pip_install__weaker_declarations_not_runtime_tools(
     assert "fitsnap3: a commented-out install of nothing the code imports" in warnings
     assert "rouge-score" in out["unused_declared"]
     assert "pip" not in scan_json(root / "run.py", capsys)["runtime_tools"]  # a comment runs nothing
+
+
+def test_scan__sphinx_conf_imports__optional_never_required(write_files: Write,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """molecular-transformer (corpus4 dev): docs/source/conf.py imports sphinx_rtd_theme and
+    recommonmark, which build the documentation; they became model requirements."""
+    root = write_files({"sub/train.py": "import numpy\n",
+                        "sub/docs/source/conf.py": "import sphinx_rtd_theme\nimport recommonmark\nimport numpy\n",
+                        "sub/conf.py": "import yaml\n"})  # a conf.py outside a docs folder is the model's
+    data = scan_json(root / "sub", capsys)
+    assert {d.lower() for d in data["required"]} == {"numpy", "pyyaml"}
+    kinds = {i["module"]: i["kind"] for i in data["imports"]}
+    assert kinds["sphinx_rtd_theme"] == kinds["recommonmark"] == "optional" and kinds["yaml"] == "required"

@@ -493,7 +493,8 @@ def _facts(src: SourceFile, payload: dict[str, Any]) -> FileFacts:
     def loc(line: int | None, cell: int | None) -> Location:
         return Location(rel, line, cell)
 
-    imports = tuple(FoundImport(m, tuple(names), loc(line, cell), bool(opt), marker, bool(dyn))
+    docs = docs_config(rel)  # a Sphinx conf.py: its imports build the documentation, not the model
+    imports = tuple(FoundImport(m, tuple(names), loc(line, cell), bool(opt) or docs, marker, bool(dyn))
                     for m, names, line, cell, opt, marker, dyn in payload["imports"])
     commands = tuple(FoundCommand(tool, tuple(argv), loc(line, cell)) for tool, argv, line, cell in payload["commands"])
     declared: list[meta.Declared] = []
@@ -518,6 +519,17 @@ def _facts(src: SourceFile, payload: dict[str, Any]) -> FileFacts:
         entry_points=tuple(EntryPoint(i, s, loc(line, None)) for i, s, line in payload["entry_points"]),
         syspath=tuple((loc(line, cell), folder) for line, cell, folder in payload["syspath"]),
         script=bool(payload["script"]), lines=int(payload["lines"]), code=bool(payload["code"]))
+
+
+DOCS_FOLDERS = frozenset({"docs", "doc", "documentation", "sphinx", "docs_src"})
+
+
+def docs_config(rel: str) -> bool:
+    """Whether ``rel`` is the Sphinx configuration of a documentation folder (``docs/conf.py``,
+    ``doc/source/conf.py``): its imports (sphinx_rtd_theme, recommonmark) build the documentation,
+    so they are optional, never the model's requirements."""
+    parts = rel.lower().split("/")
+    return parts[-1] == "conf.py" and any(p in DOCS_FOLDERS for p in parts[:-1])
 
 
 def _cache_key(kind: str, data: bytes, thorough: bool) -> str:

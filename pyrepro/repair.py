@@ -7,7 +7,9 @@ sdists of the last build that did not build, the rows of the last import check, 
 far and the facts looked up) and ``next_move`` returns exactly one move:
 
 - ``PinWheels``: locked sdists that did not build move to the nearest release with a wheel for the
-  model's Python (rule ``sdist-to-wheel``): pins with reasons in model.toml, relock, rebuild;
+  model's Python (rule ``sdist-to-wheel``): pins with reasons in model.toml, relock, rebuild; and
+  exact pins with no release for a Python the submission states move the same way before the first
+  lock (rule ``pin-for-stated-python``);
 - ``MovePython``: the Python moves (rules ``sdist-to-older-python``, ``sdist-to-newer-python``,
   ``imports-to-older-python``, ``not-found-to-older-python``):
   model.toml records it with its reason and the Python it replaced, relock, rebuild. ``restore``:
@@ -229,6 +231,9 @@ def _after_lock_failure(s: Situation) -> Move:
     moved = [m for m in s.moves if m.trigger == "lock"]
     pins = ", ".join(f"{p}=={v}" for p, v in s.unlocked)
     if s.python_stated:
+        steps = _pins_for_python(s, moved) if s.online and len(moved) < MAX_LOCK_MOVES else []
+        if steps:
+            return PinWheels(tuple(steps))
         return GiveUp(f"no release of {pins} installs on CPython {s.python}, the Python the submission states "
                       f"({s.python_reason})", "pin a release of the submission's time that has a wheel for that "
                       "Python in model.toml ([[dependencies.pins]]), or set python, then rerun")
@@ -272,6 +277,24 @@ def _after_lock_failure(s: Situation) -> Move:
               f"not-found-to-older-python; before: {s.python}, {s.python_reason or 'no reason recorded'})")
     return MovePython(target, reason, "not-found-to-older-python", restore=True,
                       summary=f"{pin} not found for {s.python}")
+
+
+def _pins_for_python(s: Situation, moved: list[Moved]) -> list[relax.Step]:
+    """Exact pins with no release for the Python the submission states (battery-cycle-life's
+    requirements: python==3.7.10 beside numpy==1.22.0, whose wheels start at 3.8): each moves to the
+    release nearest it with a wheel for that Python (rule ``pin-for-stated-python``); the stated
+    Python is evidence and stays. [] when one has no such release, or was moved there already."""
+    tried = {(p, v) for m in moved for p, v in m.pins}
+    have = _wheel_versions(s, [p for p, _v in s.unlocked])
+    steps = []
+    for pkg, version in s.unlocked:
+        near = relax.nearest_version(version, [v for v in have[pkg] if (pkg, v) not in tried])
+        if near is None or near == version:
+            return []
+        steps.append(relax.Step("pin-for-stated-python", pkg, f"{pkg}=={version}", f"{pkg}=={near}",
+                                f"{pkg} {version} has no release for CPython {s.python}, the Python the submission "
+                                f"states ({s.python_reason}); {near} is the nearest release with a wheel for it", ()))
+    return steps
 
 
 def _after_unresolved(s: Situation) -> Move:

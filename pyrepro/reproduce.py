@@ -401,6 +401,19 @@ def _repair_lock(spec: Any, outcome: Any, paths: Paths, rec: dict[str, Any], mov
             return spec, outcome, ""
         move = plan(_situation(spec, online=online, moves=moves, unlocked=unlocked, lock_failed=failed),
                     index=index, runner=runner)
+        if isinstance(move, repair.PinWheels):  # pins moved for the stated Python
+            from pyrepro import lock
+
+            new, relocked = _relock_or_restore(
+                spec, lambda m=move: lock.persist_to_model_toml(lock.LockRequest.from_spec(spec), list(m.steps)),
+                paths, runner=runner, progress=progress, lock_timeout=_lock_timeout(rec, lock_timeout))
+            moves.append(repair.Moved("wheels", "lock", ok=new is not None, pins=tuple(
+                (st.package, st.after.split("==", 1)[-1]) for st in move.steps)))
+            if new is None:
+                return spec, outcome, "the pins moved for the stated Python did not lock either"
+            rec.setdefault("relaxed", []).extend(f"{st.summary}: {st.reason}" for st in move.steps)
+            spec, outcome = new, relocked
+            continue
         if not isinstance(move, repair.MovePython):
             return spec, outcome, getattr(move, "reason", "")
         new, relocked = _relock_on_python(spec, move, paths, runner=runner, progress=progress,

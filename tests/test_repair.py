@@ -420,3 +420,22 @@ def test_sdist__wheels_only_for_newer_pythons__oldest_newer_python_with_one() ->
     none = Oracle({"openbabel": {"3.1.1.1": set()}}, uploads={"openbabel==3.1.1.1": "2020-05-23"})
     give = none.answer(s)
     assert isinstance(give, repair.GiveUp) and "openbabel 3.1.1.1" in give.reason
+
+
+def test_lock__stated_python__pins_move_to_the_nearest_release_with_a_wheel_for_it() -> None:
+    """python==3.7.10 beside numpy==1.22.0 (wheels from 3.8): the stated Python stays, the pin moves
+    to the nearest release with a 3.7 wheel; moved once, it is not moved to the same release again."""
+    o = Oracle({"numpy": {"1.21.5": {"3.7", "3.8"}, "1.21.6": {"3.7", "3.8"}, "1.22.0": {"3.8"}}})
+    s = _s(python="3.7", unlocked=(("numpy", "1.22.0"),), python_stated=True,
+           python_reason="requirements.txt:1: python==3.7.10")
+    move = o.answer(s)
+    assert isinstance(move, repair.PinWheels)
+    (step,) = move.steps
+    assert (step.rule, step.before, step.after) == ("pin-for-stated-python", "numpy==1.22.0", "numpy==1.21.6")
+    assert "the Python the submission states (requirements.txt:1: python==3.7.10)" in step.reason
+    again = o.answer(replace(s, moves=(repair.Moved("wheels", "lock", ok=False, pins=(("numpy", "1.21.6"),)),)))
+    assert isinstance(again, repair.PinWheels) and again.steps[0].after == "numpy==1.21.5"
+    # the moves are bounded like the Python moves
+    full = replace(s, moves=tuple(repair.Moved("wheels", "lock", ok=False, pins=(("numpy", v),))
+                                  for v in ("1.21.6", "1.21.5")))
+    assert isinstance(o.answer(full), repair.GiveUp)

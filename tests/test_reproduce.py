@@ -791,6 +791,53 @@ def test_reproduce__pin_not_found_for_a_stated_python__lock_stops_saying_so_mode
     assert 'python = "3.11"' in (project / "models" / "sub" / "model.toml").read_text()
 
 
+def test_reproduce_cli__pin_without_a_release_for_the_stated_python__pin_moves_python_stays(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """battery-cycle-life (corpus4 dev): requirements.txt states python==3.7.10 beside numpy==1.22.0,
+    whose wheels start at CPython 3.8. The stated Python stays; the pin moves to the nearest release
+    with a 3.7 wheel (rule pin-for-stated-python), recorded in model.toml; relock, build, imports."""
+    import tomllib
+
+    from pyrepro import relax
+    from pyrepro import run as run_mod
+    from pyrepro.lockrecord import Attempt
+
+    root = write_files({"sub/run.py": "import numpy\n",
+                        "sub/environment.yml": "dependencies:\n  - python=3.7\n  - pip:\n    - numpy==1.22.0\n"})
+    wheel = "numpy-{v}-cp{t}-cp{t}m-manylinux2014_x86_64.whl"
+    files = [{"filename": wheel.format(v=v, t=t), "url": "u", "upload-time": f"{day}T00:00:00Z"}
+             for v, day, tags in (("1.21.6", "2022-04-12", ("37", "38")), ("1.22.0", "2021-12-31", ("38",)))
+             for t in tags]
+    monkeypatch.setattr("pyrepro.index._urllib_fetch",
+                        lambda url: json.dumps({"files": files}).encode() if "/numpy/" in url else None)
+    locked: list[tuple[str, ...]] = []
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        pins = tuple(f"{p.name}{p.spec}" for p in spec.dependencies.pins)
+        locked.append(pins)
+        if "numpy==1.22.0" in pins:
+            err = "Unable to find candidates for numpy. There may exist some issues with the package name"
+            att = Attempt("as-declared", pins, False, 1.0, None, err,
+                          (relax.Problem("not-found", package="numpy", excerpt=err),))
+            return _lock_outcome(spec, att)
+        return _lock_outcome(spec)
+
+    _fake_pipeline(monkeypatch, fake_lock)
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["numpy"])
+    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [("numpy", "ok", "")])
+    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    rec = json.loads(out)["result"]
+    assert locked == [("numpy==1.22.0",), ("numpy==1.21.6",)]
+    doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
+    assert doc["python"] == "3.7"
+    pin = next(p for p in doc["dependencies"]["pins"] if p["name"] == "numpy")
+    assert pin["spec"] == "==1.21.6" and "pin-for-stated-python" in pin["reason"]
+    assert any("pin-for-stated-python" in r for r in rec["relaxed"])
+
+
 # ------------------------------------------------------------------ time budget
 def test_budget__caps_timeouts__refuses_after_the_end__a_cut_run_is_a_budget_error() -> None:
     from pyrepro.errors import BudgetError, ExternalToolError

@@ -280,8 +280,8 @@ def _after_lock_failure(s: Situation) -> Move:
 
 
 def _pins_for_python(s: Situation, moved: list[Moved]) -> list[relax.Step]:
-    """Exact pins with no release for the Python the submission states (battery-cycle-life's
-    requirements: python==3.7.10 beside numpy==1.22.0, whose wheels start at 3.8): each moves to the
+    """Exact pins with no release for the Python the submission states (requirements that state
+    python==3.7.10 beside numpy==1.22.0, whose wheels start at 3.8): each moves to the
     release nearest it with a wheel for that Python (rule ``pin-for-stated-python``); the stated
     Python is evidence and stays. [] when one has no such release, or was moved there already."""
     tried = {(p, v) for m in moved for p, v in m.pins}

@@ -794,8 +794,8 @@ def test_reproduce__pin_not_found_for_a_stated_python__lock_stops_saying_so_mode
 def test_reproduce_cli__pin_without_a_release_for_the_stated_python__pin_moves_python_stays(
         project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    """battery-cycle-life (corpus4 dev): requirements.txt states python==3.7.10 beside numpy==1.22.0,
-    whose wheels start at CPython 3.8. The stated Python stays; the pin moves to the nearest release
+    """An environment file states python 3.7 beside numpy==1.22.0, whose wheels start at CPython 3.8
+    (the shape of a corpus4 held entry as its catalogue describes it; the entry itself was not run). The stated Python stays; the pin moves to the nearest release
     with a 3.7 wheel (rule pin-for-stated-python), recorded in model.toml; relock, build, imports."""
     import tomllib
 

@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pyrepro import proc
 from pyrepro.backends import local
 from pyrepro.paths import Paths
@@ -25,6 +27,14 @@ files = [
     {file = "torch_scatter-2.1.1.tar.gz", hash = "sha256:59b6fad2c04f58b4ea46bb56e839edfd421faaa849d5e32ab1290975b9ef1656"},
 ]
 '''
+
+
+@pytest.fixture(autouse=True)
+def _index_offline(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """These builds are recorded, not real: the package index is not asked (an undated model's
+    sdists would otherwise ask it for their upload day), except in network-marked tests."""
+    if not request.node.get_closest_marker("network"):
+        monkeypatch.setattr("pyrepro.index._urllib_fetch", lambda url: None)
 
 
 def test_build_env__sdist_only_package__second_pip_phase_without_isolation(tmp_path: Path) -> None:
@@ -77,7 +87,11 @@ def test_build_env__sdist_fails_isolated__retried_without_isolation(tmp_path: Pa
             return Completed(tuple(argv), 0, "", "")
         return proc.run(cmd, **kw)
 
-    env_dir, _key, _version, _hit = local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
+    from pyrepro.index import Index
+
+    offline = Index(paths.cache, lambda url: None)  # no upload day of the sdist either
+    env_dir, _key, _version, _hit = local.build_env(spec, paths, runner=runner, platform="linux-x86_64",
+                                                    index=offline)
     assert (env_dir / local.COMPLETE).is_file()
     assert ["--no-build-isolation" in c for c in pip_calls] == [False, False, False, True]
     # no date bound: the venv gets today's setuptools and wheel before the build without isolation

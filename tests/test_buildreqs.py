@@ -158,6 +158,36 @@ def test_build_env__dated_model__isolated_sdist_build_gets_the_era_constraints(t
                                                 "ok": True}
 
 
+def test_build_env__undated_model__sdist_build_bounded_by_the_sdists_own_upload_day(tmp_path: Path) -> None:
+    """perovskite-ordering (corpus4 dev), undated: torch-scatter 2.1.1's setup.py imports
+    pkg_resources, and today's setuptools no longer ships it, so the isolated build failed. With no
+    date, the newest upload day of the locked sdists bounds their build requirements."""
+    root = tmp_path / "root"
+    shutil.copytree(SC / "models", root / "models")
+    lock = root / "models" / "mini" / "pdm.lock"
+    lock.write_text(lock.read_text() + SDIST_PKG)
+    paths = Paths(root=root, cache=tmp_path / "cache")
+    spec = load_registry(paths.models).get("mini")
+    assert spec.submitted is None and local.build_bound(spec) is None
+    seen: list[str] = []
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[1:4] in (["-m", "pip", "download"], ["-m", "pip", "install"]):
+            cons = (kw.get("env") or {}).get("PIP_CONSTRAINT", "")
+            if argv[-1].endswith("requirements-sdist.txt") and cons and Path(cons).is_file():
+                seen.append(Path(cons).read_text())
+            return Completed(tuple(argv), 0, "", "")
+        return proc.run(cmd, **kw)
+
+    idx, _ = _index(paths.cache)
+    env_dir, _k, _v, _hit = local.build_env(spec, paths, runner=runner, platform="linux-x86_64", index=idx)
+    info = json.loads((env_dir / local.COMPLETE).read_text())
+    assert info["build_requirements"]["bound"] == "2020-01-02"  # tinycalc 0.3.0's sdist: 2020-01-01
+    assert seen == ["setuptools==44.0.0\n"]  # cython<3: nothing released by then, unbounded and said
+    assert any("cython" in n for n in info["build_requirements"]["notes"])
+
+
 @pytest.mark.integration
 @pytest.mark.network
 def test_constraints__real_pypi__torch_scatter_built_with_setuptools_and_wheel_of_its_era(tmp_path: Path) -> None:

@@ -225,9 +225,12 @@ def pip_detail(line: str) -> str | None:
     return None
 
 
-def build_bound(spec: ModelSpec) -> dt.date | None:
+def build_bound(spec: ModelSpec, sdists: list[Locked] | None = None, index: Any = None) -> dt.date | None:
     """The date sdists' build requirements are bounded by: the lock's own date bound when it has
-    one (``exclude_newer`` in lock.toml), else the day after the submission; None when unknown."""
+    one (``exclude_newer`` in lock.toml), else the day after the submission; with neither, the day
+    after the newest upload among the locked ``sdists`` (asked of ``index``): a sdist was made for
+    the build tools of its own day (torch-scatter 2.1.1's setup.py imports pkg_resources, which
+    setuptools no longer ships). None when unknown."""
     try:
         rec = lock.read_record(spec.dir) or {}
     except PyreproError:
@@ -237,7 +240,18 @@ def build_bound(spec: ModelSpec) -> dt.date | None:
             return dt.date.fromisoformat(str(rec["exclude_newer"])[:10])
     except ValueError:
         pass
-    return spec.submitted + dt.timedelta(days=1) if spec.submitted else None
+    if spec.submitted:
+        return spec.submitted + dt.timedelta(days=1)
+    if not sdists or index is None:
+        return None
+    days = []
+    for p in sdists:
+        try:
+            day = index.uploaded(p.name, p.version)
+            days.append(dt.date.fromisoformat(str(day)[:10])) if day else None
+        except (ValueError, PyreproError):
+            continue
+    return max(days) + dt.timedelta(days=1) if days else None
 
 
 def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progress: Progress = NULL_PROGRESS,
@@ -284,7 +298,12 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
         uv = uv_binary() if version_key(spec.python) >= version_key(UV_OLDEST) else None
         installer, uv_failed = "pip", ""
         no_isolation: dict[str, Any] | None = None
-        bounded = _bounded_build_requirements(spec, sdists, paths, index)
+        if sdists and index is None and build_bound(spec) is None:
+            from pyrepro.index import Index
+
+            index = Index(paths.cache)
+        bound = build_bound(spec, sdists, index)
+        bounded = _bounded_build_requirements(spec, sdists, paths, index, bound)
         iso_env = env
         if bounded is not None and bounded.constraints:
             (tmp / "build-constraints.txt").write_text("\n".join(bounded.constraints) + "\n", encoding="utf-8")
@@ -292,7 +311,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
             # reads PIP_BUILD_CONSTRAINT for the same
             iso_env = {**env, "PIP_CONSTRAINT": str(tmp / "build-constraints.txt"),
                        "PIP_BUILD_CONSTRAINT": str(tmp / "build-constraints.txt")}
-            progress.advance(label, 0, f"build requirements bounded by {build_bound(spec)}: "
+            progress.advance(label, 0, f"build requirements bounded by {bound}: "
                              + ", ".join(bounded.constraints))
         for phase, group, tries in (("requirements.txt", wheels, ([],)),
                                     ("requirements-sdist.txt", sdists, ([], ["--no-build-isolation"]))):
@@ -304,7 +323,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
             outputs = []  # each attempt's whole output: which sdist failed is read from it, not the tail
             for flags in tries:
                 if flags:  # without isolation the venv builds: give it the build tools of the era first
-                    tools = no_isolation_tools(bounded, pkgs, spec, paths, index)
+                    tools = no_isolation_tools(bounded, pkgs, spec, paths, index, bound)
                     done = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--progress-bar=off",
                                    *tools], env=env, check=False, timeout=1800,
                                   on_line=output_detail(progress, label, pip_detail))
@@ -371,7 +390,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
         if no_isolation is not None:
             info["no_isolation_build_tools"] = no_isolation
         if bounded is not None:
-            info["build_requirements"] = {"bound": str(build_bound(spec)), "constraints": list(bounded.constraints),
+            info["build_requirements"] = {"bound": str(bound), "constraints": list(bounded.constraints),
                                           "notes": list(bounded.notes)}
         (tmp / COMPLETE).write_text(json.dumps(info) + "\n")
         _commit_dir(tmp, final)
@@ -625,7 +644,8 @@ def _named_failures(group: list[Locked], pip_output: str) -> tuple[tuple[str, st
 NO_ISOLATION_BASE = ("setuptools", "wheel")
 
 
-def no_isolation_tools(bounded: Any, pkgs: list[Locked], spec: ModelSpec, paths: Paths, index: Any) -> list[str]:
+def no_isolation_tools(bounded: Any, pkgs: list[Locked], spec: ModelSpec, paths: Paths, index: Any,
+                       bound: dt.date | None = None) -> list[str]:
     """What is pip-installed into the venv before the sdists are built without isolation: the
     sdists' declared build requirements pinned to their era (``bounded``: Cython, numpy, ...),
     plus setuptools and wheel, each the newest release before the date bound; never a package the
@@ -638,7 +658,7 @@ def no_isolation_tools(bounded: Any, pkgs: list[Locked], spec: ModelSpec, paths:
         name = canonicalize_name(line.split("==", 1)[0])
         if name not in locked:
             out[name] = line
-    bound = build_bound(spec)
+    bound = bound or build_bound(spec)
     for name in NO_ISOLATION_BASE:
         if name in out or name in locked:
             continue
@@ -652,9 +672,10 @@ def no_isolation_tools(bounded: Any, pkgs: list[Locked], spec: ModelSpec, paths:
     return [out[k] for k in sorted(out)]
 
 
-def _bounded_build_requirements(spec: ModelSpec, sdists: list[Locked], paths: Paths, index: Any) -> Any:
+def _bounded_build_requirements(spec: ModelSpec, sdists: list[Locked], paths: Paths, index: Any,
+                                bound: dt.date | None = None) -> Any:
     """``buildreqs.constraints`` for the sdists of this build, or None (no sdists, no date)."""
-    bound = build_bound(spec)
+    bound = bound or build_bound(spec)
     if not sdists or bound is None:
         return None
     from pyrepro import buildreqs

@@ -56,6 +56,13 @@ def _mapping() -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     return raw.get("modules", {}), raw.get("not_installable", {}), raw.get("unresolved", {})  # type: ignore[return-value]
 
 
+def inside_folder(module: str) -> str | None:
+    """The folder (relative to site-packages) where a distribution ships ``module`` outside its
+    packages, reached through sys.path at run time (the name table's ``[inside]``), or None."""
+    entry = _table().get("inside", {}).get(module.split(".")[0])
+    return str(entry["folder"]) if isinstance(entry, dict) and entry.get("folder") else None
+
+
 def namespaces() -> dict[str, str]:
     return _table().get("namespaces", {})  # type: ignore[return-value]
 

@@ -512,7 +512,7 @@ def run_many(specs: Sequence[ModelSpec], paths: Paths, *, benchmark: str | None,
 
 
 _IMPORT_PROBE = r"""
-import importlib, importlib.util, json, re, sys, sysconfig
+import importlib, importlib.util, json, os, re, sys, sysconfig
 stdlib = sysconfig.get_paths()["stdlib"]
 req = json.loads(sys.argv[1])
 wanted = list(req.get("modules", []))
@@ -538,6 +538,11 @@ if req.get("distributions"):
                 continue
             wanted.append(mod)
 res = []
+for mod, folder in req.get("folders", {}).items():
+    for base in list(sys.path):
+        if base and os.path.isdir(os.path.join(base, folder)):
+            sys.path.append(os.path.join(base, folder))
+            break
 for mod in wanted:
     try:
         importlib.import_module(mod)
@@ -603,8 +608,12 @@ def check_imports(spec: ModelSpec, built: BuiltModel, *, modules: Sequence[str] 
     env = {"PATH": f"{built.env_dir / 'bin'}:/usr/bin:/bin", "PYTHONPATH": str(built.runtime_dir),
            "HOME": str(built.env_dir.parent / ".home"), "MPLBACKEND": "Agg", "PYTHONNOUSERSITE": "1",
            "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
-    req: dict[str, list[str]] = ({"modules": list(modules)} if modules else
-                                 {"modules": scanned_modules(spec, built), "distributions": model_distributions(spec)})
+    req: dict[str, Any] = ({"modules": list(modules)} if modules else
+                           {"modules": scanned_modules(spec, built), "distributions": model_distributions(spec)})
+    from pyrepro.resolve import inside_folder
+
+    # a module a distribution ships in a folder the code puts on sys.path (RDKit's Contrib/SA_Score)
+    req["folders"] = {m: f for m in req["modules"] if (f := inside_folder(m))}
     # in an empty folder of its own: ``python -c`` puts the working directory first on sys.path, so
     # the caller's folder would lend its own modules (a checkout's models/ answered LocalRetro's
     # missing 'models'), and an import that writes a file (automatminer's log) would write there

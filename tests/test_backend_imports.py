@@ -91,3 +91,37 @@ def test_check_imports__never_the_callers_folder__an_empty_one_of_its_own(
     rows = run.check_imports(spec, built, modules=["models", "json"])
     assert [(m, st) for m, st, _ in rows] == [("models", "error"), ("json", "ok")], rows
     assert sorted(os.listdir(caller)) == ["models"]
+
+
+def test_check_imports__module_a_distribution_ships_in_a_sys_path_folder__imported_from_it(tmp_path: Path) -> None:
+    """tartarus (corpus4 dev): `sys.path.append(os.path.join(RDConfig.RDContribDir, 'SA_Score'));
+    import sascorer`. The scanner cannot read a computed path; the name table's [inside] says where
+    the rdkit wheel ships sascorer, and the import check puts that folder on sys.path as the code
+    does (sascorer, not found before, imports)."""
+    import json
+    import subprocess
+    import sys
+
+    from pyrepro.backends import BuiltModel
+    from pyrepro.resolve import inside_folder
+    from pyrepro.scan import scan_path
+
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    site = next(env.glob("lib/python*/site-packages"))
+    (site / "rdkit" / "Contrib" / "SA_Score").mkdir(parents=True)
+    (site / "rdkit" / "__init__.py").write_text("")
+    (site / "rdkit" / "Contrib" / "SA_Score" / "sascorer.py").write_text("def calculateScore(m):\n    return 1\n")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "pce.py").write_text("import os, sys\nfrom rdkit.Chem import RDConfig\n"
+                                "sys.path.append(os.path.join(RDConfig.RDContribDir, 'SA_Score'))\nimport sascorer\n")
+    rt = tmp_path / "rt"
+    rt.mkdir()
+    assert inside_folder("sascorer") == "rdkit/Contrib/SA_Score"
+    assert {i.module: i.distribution for i in scan_path(src).imports}.get("sascorer") == "rdkit"
+    spec = load_registry(SC / "models").get("mini")
+    built = BuiltModel("mini", "local", env, "k" * 20, src, rt, "s" * 20, tmp_path / "l", "3", False, False, 0.0)
+    rows = run.check_imports(spec, built, modules=["sascorer", "npscorer"])
+    assert rows[0] == ("sascorer", "ok", "") and rows[1][0] == "npscorer" and rows[1][1] == "error"
+    json.dumps(rows)

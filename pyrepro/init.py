@@ -179,6 +179,8 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
                      + ", ".join(undeclared_optional))
     if scan.python2_evidence:
         notes.append(f"Python 2 evidence: {scan.python2_evidence[0]}")
+    notes += [f"the code clones {url} ({where}): a module no distribution provides may come from it; pin it as "
+              "an extra source" for url, where in cloned_repositories(scan)]
     if notes:
         doc["notes"] = "; ".join(notes)
     src = tomlkit.table()
@@ -369,6 +371,22 @@ def match_by_wheels(scan: ScanResult, index: Any, before: dt.date | None = None)
             if found is not None:
                 out.append(WheelMatch(top, found.distribution, found.reason, True))
     return out
+
+
+def cloned_repositories(scan: ScanResult) -> list[tuple[str, str]]:
+    """(address, where) of each repository the code clones at run time (``git clone URL`` in a
+    script or a notebook cell): code the submission needs that is not in its folder."""
+    out: dict[str, str] = {}
+    for t in scan.runtime_tools:
+        if t.name != "git":
+            continue
+        words = t.command.split()
+        if "clone" not in words:
+            continue
+        url = next((w for w in words[words.index("clone") + 1:] if re.match(r"^(https?://|git@)", w)), None)
+        if url:
+            out.setdefault(url.removesuffix(".git"), str(t.location))
+    return sorted(out.items())
 
 
 def _pep440_spec(spec: str) -> str:

@@ -517,9 +517,11 @@ def _after_imports(s: Situation) -> Move:
     elif not_provided(first):
         looked = " (no candidate distribution's wheel of the submission's time ships it)" \
             if top in s.facts.providers or top in given else ""
-        hint = (f"no locked distribution provides {first[0]}{looked}: code from another repository goes into "
-                "model.toml as [[extra_sources]] (name, repository, 40-hex commit), a PyPI distribution of another "
-                "name as a [mapping] entry; then rerun")
+        clones = re.findall(r"the code clones (\S+) \(([^)]*)\)", s.notes or "")
+        where = "".join(f"; the code clones {u} ({w}): {first[0]} may come from there" for u, w in clones[:2])
+        hint = (f"no locked distribution provides {first[0]}{looked}{where}: code from another repository goes "
+                "into model.toml as [[extra_sources]] (name, repository, 40-hex commit), a PyPI distribution of "
+                "another name as a [mapping] entry; then rerun")
     else:
         hint = ("pin the failing distribution to a release of the submission's time in model.toml "
                 "([[dependencies.pins]]), relock and rerun")

@@ -142,3 +142,15 @@ def test_environment_yml__a_few_build_strings__not_an_export() -> None:
     yml = "dependencies:\n  - numpy=1.22.4=py310h4ef5377_0\n  - scipy=1.9\n  - pip:\n    - wandb==0.15.0\n"
     ms = metadata.parse_environment_yml(yml, "environment.yml")
     assert {d.name for d in ms.declared} == {"numpy", "scipy", "wandb"} and all(d.doc is None for d in ms.declared)
+
+
+def test_init__a_notebook_clones_a_repository__noted_with_where(write_files: Write, tmp_path: Path) -> None:
+    import json
+
+    nb = json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "outputs": [], "source": "!git clone https://github.com/o/bench.git\n"},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "source": "import sys\nsys.path.append('bench')\n"
+                                                                         "from train_agent import train\n"}]})
+    root = write_files({"sub/run.ipynb": nb})
+    doc = _init(root / "sub", tmp_path / "models")
+    assert "the code clones https://github.com/o/bench (run.ipynb[cell 0]:1)" in doc["notes"]

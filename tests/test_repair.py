@@ -439,3 +439,12 @@ def test_lock__stated_python__pins_move_to_the_nearest_release_with_a_wheel_for_
     full = replace(s, moves=tuple(repair.Moved("wheels", "lock", ok=False, pins=(("numpy", v),))
                                   for v in ("1.21.6", "1.21.5")))
     assert isinstance(o.answer(full), repair.GiveUp)
+
+
+def test_imports_not_provided__the_code_clones_a_repository__the_hint_names_it() -> None:
+    notes = ("the code clones https://github.com/o/bench (nb.ipynb[cell 1]:1): a module no distribution provides "
+             "may come from it; pin it as an extra source")
+    row = ("train_agent", "error", "ModuleNotFoundError: No module named 'train_agent'")
+    move = repair.next_move(_s(imports=(row,), notes=notes, facts=repair.Facts(providers={"train_agent": None})))
+    assert isinstance(move, repair.GiveUp)
+    assert "the code clones https://github.com/o/bench (nb.ipynb[cell 1]:1): train_agent may come from there" in move.hint

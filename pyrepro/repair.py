@@ -19,6 +19,8 @@ far and the facts looked up) and ``next_move`` returns exactly one move:
 - ``RelockByEra``: an undated submission whose installed code fails to import takes the upload
   day of the failing distribution's locked release as its date (and the Python settled by then,
   when it states none): rule ``era-of-failing-release``, model.toml records both, relock, rebuild;
+  likewise the upload day of a locked sdist that does not build when nothing else helps (rule
+  ``era-of-failing-sdist``, the Python kept);
 - ``AddProviders``: modules no installed distribution provides get the distribution whose wheel,
   released by the submission's date, ships them (``pyrepro.providers``; rule ``import-provider``):
   recorded in model.toml with that evidence, relock, rebuild. That includes a whole package that
@@ -366,7 +368,35 @@ def _after_build(s: Situation) -> Move:
     if older is not None:
         newer = version_key(older[0]) > version_key(s.python)
         return MovePython(older[0], older[1], "sdist-to-newer-python" if newer else "sdist-to-older-python")
+    era = _era_of_failing_sdist(s)
+    if era is not None:
+        return era
     return GiveUp(why)
+
+
+def _era_of_failing_sdist(s: Situation) -> RelockByEra | None:
+    """An undated submission whose locked sdist does not build and no Python or release move helps:
+    today's releases beside it are the likely cause (perovskite-ordering: torch 1.13.1's
+    cpp_extension imports pkg_resources, which the newest setuptools the lock took no longer ships,
+    so torch-scatter 2.1.1's setup.py cannot even start). The sdist's upload day becomes the date
+    bound, once (rule ``era-of-failing-sdist``); the Python stays. None when dated or tried."""
+    if s.dated or any(m.kind == "era-of" for m in s.moves):
+        return None
+    pkg, version = s.sdists[0]
+    if (pkg, version) not in s.facts.uploaded:
+        raise _Need(LookUp(uploads=((pkg, version),)))
+    day = s.facts.uploaded[(pkg, version)]
+    try:
+        when = dt.date.fromisoformat(day) if day else None
+    except ValueError:
+        when = None
+    if when is None:
+        return None
+    reason = (f"{when.isoformat()}: the locked sdist {pkg} {version} did not build on CPython {s.python} and no "
+              f"release or Python move helps; the submission has no date, and {pkg} {version} was uploaded "
+              f"{when.isoformat()}: relocked with nothing newer than that day, so what builds it is of its "
+              f"time (rule era-of-failing-sdist)")
+    return RelockByEra(when.isoformat(), s.python, reason, summary=f"{pkg} {version} did not build")
 
 
 def _newer_python(s: Situation) -> tuple[str, str] | None:

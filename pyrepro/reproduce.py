@@ -637,6 +637,21 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                                         gist(str(exc)) + (f" ({move.reason})" if move.reason else ""),
                                         move.hint or _next_step(exc, _BUILD_FIX)))
                     return done(exc)
+                if isinstance(move, repair.RelockByEra):  # an undated sdist that did not build: its day bounds
+                    new, relocked_era = _relock_or_restore(
+                        spec, lambda mv=move: lock.persist_era(lock.LockRequest.from_spec(spec), mv.day, mv.reason),
+                        paths, runner=runner, progress=progress, lock_timeout=_lock_timeout(rec, lock_timeout),
+                        start="date-bounded")
+                    moves.append(repair.Moved("era-of", "build", ok=new is not None))
+                    if new is None:
+                        _lock_did_not_build(stages, exc)
+                        stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)) + f" ({move.reason}; "
+                                            "that relock found no lock)", _next_step(exc, _BUILD_FIX)))
+                        return done(exc)
+                    rec.setdefault("relaxed", []).append(f"submission date {move.day}: {move.reason}")
+                    replaced.append(f"date bound {move.day}")
+                    spec = new
+                    continue
                 if isinstance(move, repair.MovePython):
                     lock.persist_python(lock.LockRequest.from_spec(spec), move.python, move.reason)
                     replaced.append(f"Python {spec.python} -> {move.python}")

@@ -214,6 +214,9 @@ def test_planner__performing_its_moves__always_ends_and_never_repeats_a_move(wor
             m = repair.Moved("provider-next", trigger, modules=(move.module,),
                              pins=((move.distribution, move.version),))
             s = replace(s, provided={**s.provided, move.module: (move.distribution, move.version)})
+        elif isinstance(move, repair.RelockByEra):
+            assert not s.dated and trigger in ("build", "imports")
+            m = repair.Moved("era-of", trigger, ok=False, python=move.python)
         else:
             assert isinstance(move, repair.RelockByDate)
             m = repair.Moved("era", trigger, ok=False)
@@ -448,3 +451,17 @@ def test_imports_not_provided__the_code_clones_a_repository__the_hint_names_it()
     move = repair.next_move(_s(imports=(row,), notes=notes, facts=repair.Facts(providers={"train_agent": None})))
     assert isinstance(move, repair.GiveUp)
     assert "the code clones https://github.com/o/bench (nb.ipynb[cell 1]:1): train_agent may come from there" in move.hint
+
+
+def test_sdist__undated__nothing_else_helps__relock_by_the_sdists_upload_day_once() -> None:
+    """perovskite-ordering (corpus4 dev), undated: torch-scatter 2.1.1 has no wheel anywhere and no
+    Python move helps; today's setuptools beside torch 1.13.1 broke its setup.py. The sdist's
+    upload day becomes the date bound (era-of-failing-sdist), once; dated submissions give up."""
+    o = Oracle({"torch-scatter": {"2.1.1": set()}}, uploads={"torch-scatter==2.1.1": "2023-03-16"})
+    s = _s(python="3.10", python_stated=True, dated=False, sdists=(("torch-scatter", "2.1.1"),))
+    move = o.answer(s)
+    assert isinstance(move, repair.RelockByEra) and (move.day, move.python) == ("2023-03-16", "3.10")
+    assert "era-of-failing-sdist" in move.reason
+    after = replace(s, moves=(repair.Moved("era-of", "build", ok=True),))
+    assert isinstance(o.answer(after), repair.GiveUp)
+    assert isinstance(o.answer(replace(s, dated=True)), repair.GiveUp)

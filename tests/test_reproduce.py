@@ -691,6 +691,52 @@ def test_reproduce__wheel_move_undone_by_the_relock__python_of_that_release(
     assert "3.9 is the newest older CPython with a wheel of scikit-learn 1.0.1" in doc["python_reason"]
 
 
+def test_reproduce__undated_sdist_that_does_not_build__relocked_by_its_upload_day_then_built(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """perovskite-ordering (corpus4 dev), undated: torch-scatter 2.1.1 has no wheel anywhere and did
+    not build beside today's releases. Its upload day becomes the date bound (era-of-failing-sdist),
+    recorded in model.toml; the relock is date-bounded and the build then works."""
+    import tomllib
+
+    from pyrepro import interpreters as interp
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+    from pyrepro.errors import SdistBuildError
+
+    root = write_files({"sub/run.py": "import torch_scatter\n", "sub/requirements.txt": "torch-scatter\n",
+                        "sub/environment.yml": "dependencies:\n  - python=3.10\n"})
+    listing = {"files": [{"filename": "torch_scatter-2.1.1.tar.gz", "url": "u",
+                          "upload-time": "2023-03-16T10:00:00Z"}]}
+    monkeypatch.setattr("pyrepro.index._urllib_fetch",
+                        lambda url: json.dumps(listing).encode() if "torch-scatter" in url else None)
+    starts: list[str | None] = []
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        starts.append(kw.get("start"))
+        return lock.LockOutcome(spec.name, 2 if kw.get("start") else 1, kw.get("start") or "as-declared", (), (), (),
+                                (), (), (), 1.0, spec.python, ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock",
+                                spec.dir / "lock.toml", "ok")
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        if spec.submitted is None:
+            raise SdistBuildError("installing the sdist-only locked packages (torch-scatter) of sub failed",
+                                  packages=(("torch-scatter", "2.1.1"),))
+        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
+                          "s" * 20, paths.cache / "launch", "3.10.13", True, True, 0.1)
+
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(interp, "find_python", lambda v, runner=None: Path(f"/usr/bin/python{v}"))
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["torch_scatter"])
+    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [("torch_scatter", "ok", "")])
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=True)
+    assert res.error is None and next(s for s in res.stages if s.name == "build").status == "ok"
+    assert starts == [None, "date-bounded"]
+    doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
+    assert doc["submitted"] == "2023-03-16" and "era-of-failing-sdist" in doc["submitted_reason"]
+    assert doc["python"] == "3.10"
+
+
 def _lock_outcome(spec: Any, failed: Any = None) -> Any:
     """A fake lock_model result: category 4 with the failed attempt ``failed``, else category 1."""
     if failed is not None:

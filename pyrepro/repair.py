@@ -211,6 +211,17 @@ def _wheel_versions(s: Situation, pkgs: list[str]) -> dict[str, tuple[str, ...]]
     return {p: tuple(s.facts.wheel_versions[(p, s.python)]) for p in pkgs}
 
 
+def _upload_day(s: Situation, dist: str, version: str) -> dt.date | None:
+    """The day the index received ``dist`` ``version`` (looked up when not known yet), or None."""
+    if (dist, version) not in s.facts.uploaded:
+        raise _Need(LookUp(uploads=((dist, version),)))
+    day = s.facts.uploaded[(dist, version)]
+    try:
+        return dt.date.fromisoformat(day) if day else None
+    except ValueError:
+        return None
+
+
 def _interpreter(s: Situation, python: str) -> str:
     if python not in s.facts.interpreters:
         raise _Need(LookUp(interpreters=(python,)))
@@ -383,13 +394,7 @@ def _era_of_failing_sdist(s: Situation) -> RelockByEra | None:
     if s.dated or any(m.kind == "era-of" for m in s.moves):
         return None
     pkg, version = s.sdists[0]
-    if (pkg, version) not in s.facts.uploaded:
-        raise _Need(LookUp(uploads=((pkg, version),)))
-    day = s.facts.uploaded[(pkg, version)]
-    try:
-        when = dt.date.fromisoformat(day) if day else None
-    except ValueError:
-        when = None
+    when = _upload_day(s, pkg, version)
     if when is None:
         return None
     reason = (f"{when.isoformat()}: the locked sdist {pkg} {version} did not build on CPython {s.python} and no "
@@ -594,13 +599,7 @@ def _era_of_failing_release(s: Situation, inside: list[tuple[str, str, str]]) ->
         if got is None:
             continue
         dist, version = got
-        if (dist, version) not in s.facts.uploaded:
-            raise _Need(LookUp(uploads=((dist, version),)))
-        day = s.facts.uploaded[(dist, version)]
-        try:
-            when = dt.date.fromisoformat(day) if day else None
-        except ValueError:
-            when = None
+        when = _upload_day(s, dist, version)
         if when is None:
             continue
         python, how = s.python, f"on CPython {s.python}"

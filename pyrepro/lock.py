@@ -533,6 +533,14 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             atomic_write_text(req.project_dir / "pyproject.toml", with_dependencies(text, reqs))
         else:
             persist(req, steps)
+            written = tuple((read_pyproject(req.project_dir / "pyproject.toml").get("project") or {})
+                            .get("dependencies", []))
+            if sorted(written) != sorted(reqs):  # model.toml must say exactly what was locked
+                raise ResolutionError(
+                    f"{req.name}: after the relaxation model.toml gives {sorted(set(written) - set(reqs))} where "
+                    f"the lock was made for {sorted(set(reqs) - set(written))}; the lock is not written",
+                    path=req.model_toml, hint="fix [dependencies] in model.toml by hand, then relock (and report "
+                                              "this: pyrepro wrote the relaxation wrongly)")
     new_hash = lock_data.get("metadata", {}).get("content_hash", "")
     outcome = LockOutcome(
         req.name, category, strategy, tuple(attempts), tuple(steps), drift, tuple(fidelity), req.overrides,
@@ -568,7 +576,11 @@ def persist_to_model_toml(req: LockRequest, steps: Sequence[relax.Step]) -> None
             t = tomlkit.table()
             t.update({"name": old, "spec": spec.split(";")[0].strip(), "reason": reason})
             pins.append(t)
-        else:
+        else:  # another name, or dropped: the old name's pins and extras go with it
+            for p in [p for p in pins if relax.req_name(str(p.get("name", ""))) == old]:
+                pins.remove(p)
+            for e in [e for e in extra if old and relax.req_name(str(e)) == old]:
+                extra.remove(e)
             if old and old not in remove:
                 remove.append(old)
             if new and s.after not in extra:

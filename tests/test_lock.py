@@ -643,3 +643,35 @@ def test_lock_request__a_name_the_index_does_not_have__dropped_said_so(tmp_path:
     from pyrepro import relax
     problem = relax.diagnose("[CandidateNotFound]: Unable to find candidates for condaonly-tool.")
     assert relax.rule_not_on_index(problem[0], ("condaonly-tool",), relax.Facts()) is None
+
+
+def test_persist__a_renamed_then_relaxed_pin__the_pyproject_is_what_was_locked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rxn-yields (corpus4 held): rdkit==2020.03.3.0 became rdkit-pypi (former-name), then moved and
+    widened. model.toml kept the old rdkit pin beside remove = ["rdkit"], the regenerated pyproject
+    named rdkit again, and the build refused the lock as stale. What model.toml says after the
+    steps must be exactly the requirement set that was locked."""
+    from pyrepro import relax
+    from pyrepro.generate import dependencies
+    from pyrepro.init import init_model
+    from pyrepro.registry import parse_model
+
+    monkeypatch.setenv("PYREPRO_CACHE", str(tmp_path / "cache"))
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "run.py").write_text("import numpy\nimport rdkit\n")
+    (sub / "requirements.txt").write_text("rdkit==2020.03.3.0\nnumpy\n")
+    init_model(sub, name="sub", models_dir=tmp_path / "models", online=False, cache=tmp_path / "cache")
+    spec = parse_model(tmp_path / "models" / "sub" / "model.toml")
+    reqs = tuple(dependencies(spec))
+    assert "rdkit==2020.3.3.0" in reqs or "rdkit==2020.03.3.0" in reqs
+    chain = [("former-name", "rdkit-pypi==2020.03.3.0"), ("nearest-release", "rdkit-pypi==2020.9.5.2"),
+             ("widen-conflict", "rdkit-pypi>=2020.9,<2021"), ("widen-conflict", "rdkit-pypi")]
+    steps, cur = [], reqs
+    for rule, after in chain:
+        i = next(k for k, r in enumerate(cur) if relax.req_name(r) in ("rdkit", "rdkit-pypi"))
+        new = tuple(sorted((*cur[:i], after, *cur[i + 1:])))
+        steps.append(relax.Step(rule, relax.req_name(after), cur[i], after, "test", new))
+        cur = new
+    lock.persist_to_model_toml(lock.LockRequest.from_spec(spec), steps)
+    assert tuple(dependencies(parse_model(spec.path))) == cur == ("numpy", "rdkit-pypi")

@@ -350,3 +350,14 @@ def test_gc__all__empties_uv_cache_plain_gc_keeps_it(tmp_path: Path) -> None:
     assert entry.is_file()
     local.gc(paths, [spec], everything=True)
     assert not local.uv_cache(paths).exists() or not any(local.uv_cache(paths).iterdir())
+
+
+def test_bound_uv_cache__over_the_bound_emptied__within_kept(tmp_path: Path, monkeypatch: Any) -> None:
+    paths, _spec = _mini(tmp_path)
+    f = local.uv_cache(paths) / "archive-v0" / "x" / "torch.so"
+    f.parent.mkdir(parents=True)
+    f.write_bytes(b"x" * 3 * 1024 * 1024)
+    assert local.bound_uv_cache(paths, limit_mb=4) == 0 and f.is_file()
+    monkeypatch.setenv("PYREPRO_UV_CACHE_MB", "2")
+    assert local.bound_uv_cache(paths) == 3 * 1024 * 1024 and not local.uv_cache(paths).exists()
+    assert local.bound_uv_cache(paths) == 0  # nothing there: nothing to do

@@ -430,6 +430,40 @@ def uv_cache(paths: Paths) -> Path:
     return paths.cache / "uv"
 
 
+#: uv's cache holds wheels unpacked (a torch set is 6 GB): past this size (MB, from
+#: PYREPRO_UV_CACHE_MB) it is emptied before the next install. Environments built from it keep
+#: their hard-linked files; the next install fetches again. The held run of corpus4 filled the
+#: disk with 16 GB of it after 11 submissions.
+UV_CACHE_MB = 8192
+
+
+def bound_uv_cache(paths: Paths, limit_mb: float | None = None) -> int:
+    """Empty uv's cache when it is larger than ``limit_mb``; the bytes freed (0 within bounds)."""
+    if limit_mb is None:
+        try:
+            limit_mb = float(os.environ.get("PYREPRO_UV_CACHE_MB", UV_CACHE_MB))
+        except ValueError:
+            limit_mb = UV_CACHE_MB
+    root = uv_cache(paths)
+    if not root.is_dir():
+        return 0
+    size, seen = 0, set()
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            try:
+                st = os.lstat(os.path.join(dirpath, f))
+            except OSError:
+                continue
+            if st.st_ino not in seen:
+                seen.add(st.st_ino)
+                size += st.st_size
+    if size <= limit_mb * 1024 * 1024:
+        return 0
+    sources.make_writable(root)
+    shutil.rmtree(root, ignore_errors=True)
+    return size
+
+
 def _uv_install(uv: str, venv: Path, req: Path, paths: Paths, env: dict[str, str], runner: Runner,
                 progress: Progress, label: str) -> Any:
     """Install the hash-pinned wheels of ``req`` into ``venv`` with uv (no sdist is built: those are
@@ -439,6 +473,9 @@ def _uv_install(uv: str, venv: Path, req: Path, paths: Paths, env: dict[str, str
     index = env.get("PIP_INDEX_URL")
     if index:
         argv[3:3] = ["--index-url", index]
+    freed = bound_uv_cache(paths)
+    if freed:
+        progress.advance(label, 0, f"uv's cache was over its bound: emptied ({freed / 1e9:.1f} GB)")
     uv_env = {**env, "UV_CACHE_DIR": str(uv_cache(paths)), "UV_NO_PROGRESS": "1", "UV_PYTHON_DOWNLOADS": "never"}
     return runner(argv, env=uv_env, check=False, timeout=7200, on_line=output_detail(progress, label, pip_detail))
 

@@ -315,7 +315,8 @@ class WheelMatch:
     declared: bool  # the submission declares the distribution (written to [mapping]); else a review note
 
 
-def match_by_wheels(scan: ScanResult, index: Any, before: dt.date | None = None) -> list[WheelMatch]:
+def match_by_wheels(scan: ScanResult, index: Any, before: dt.date | None = None,
+                    python: str | None = None) -> list[WheelMatch]:
     """Imports with no known distribution, checked against the wheels of the distributions the
     submission declares (``import ax`` with ``ax-platform==0.2.3`` declared): a module that a
     declared distribution's wheel ships at top level resolves to it (written to ``[mapping]``
@@ -367,7 +368,7 @@ def match_by_wheels(scan: ScanResult, index: Any, before: dt.date | None = None)
 
             if known_absent(imp.module):
                 continue
-            found = find_provider(imp.module, index, before)
+            found = find_provider(imp.module, index, before, python)
             if found is not None:
                 out.append(WheelMatch(top, found.distribution, found.reason, True))
     return out
@@ -523,7 +524,7 @@ def init_model(folder: Path, *, name: str, models_dir: Path, python: str | None 
                                  submitted=when.day.isoformat() if when.day else None, index=index)
     if decisions.python != (python or "3.11") and decisions.python.startswith("3."):
         scan = scan_path(folder, python=decisions.python)  # the standard library of the chosen Python
-    matches = match_by_wheels(scan, index, when.day)
+    matches = match_by_wheels(scan, index, when.day, decisions.python if decisions.python.startswith("3.") else None)
     mapping = {m.module: m.distribution for m in matches if m.declared}
     if mapping:  # the reviewed-mapping resolver of the draft, so the scan result is what build checks
         scan = scan_path(folder, python=decisions.python if decisions.python.startswith("3.") else "3.11",

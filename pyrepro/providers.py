@@ -53,20 +53,31 @@ def candidates(module: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(canonicalize_name(n) for n in names))
 
 
-def find_provider(module: str, index: Any, before: dt.date | None) -> Provider | None:
+def find_provider(module: str, index: Any, before: dt.date | None, python: str | None = None) -> Provider | None:
     """The first candidate whose wheel (for a release without one, its sdist), released by
     ``before`` (None: any day), ships ``module``'s top-level name. When no release by that day
     does, the earliest release after it that does (a package first published after the code was
-    written, as the repository's own package often is), said so in the reason. None when no
-    candidate's release ships it (or the index cannot be asked)."""
+    written, as the repository's own package often is), said so in the reason. With ``python``,
+    releases whose wheels all are for other Pythons are passed over (keras-molecules, 2016, on
+    CPython 3.6: TensorFlow's first releases had no cp36 wheel; its first with one is 1.2.0). None
+    when no candidate's release ships it (or the index cannot be asked)."""
     top = module.split(".")[0]
-    found = _first_shipping(top, module, index, before, after=False)
+    found = _first_shipping(top, module, index, before, after=False, python=python)
     if found is None and before is not None:
-        found = _first_shipping(top, module, index, before, after=True)
+        found = _first_shipping(top, module, index, before, after=True, python=python)
     return found
 
 
-def _first_shipping(top: str, module: str, index: Any, before: dt.date | None, *, after: bool) -> Provider | None:
+def _installs(index: Any, name: str, version: str, python: str | None) -> bool:
+    """False when ``name`` ``version`` has wheels and none for ``python`` (a sdist-only release, or an
+    unknown answer, may still install)."""
+    if python is None or not hasattr(index, "has_wheel"):
+        return True
+    return index.has_wheel(name, version, python) is not False
+
+
+def _first_shipping(top: str, module: str, index: Any, before: dt.date | None, *, after: bool,
+                    python: str | None = None) -> Provider | None:
     for name in candidates(module):
         if after:
             assert before is not None
@@ -74,6 +85,7 @@ def _first_shipping(top: str, module: str, index: Any, before: dt.date | None, *
                               key=lambda r: r[1])
         else:
             releases = index.releases_by(name, before)
+        releases = [r for r in releases if _installs(index, name, r[0], python)]
         for version, day in releases[:MAX_RELEASES]:
             got = index.top_levels(name, version)
             if got is None:

@@ -507,7 +507,7 @@ def plan(situation: Any, *, index: Any, runner: Runner = proc.run, before: Any =
         for mod in move.providers:
             from pyrepro.providers import find_provider
 
-            found = find_provider(mod, index, before) if index is not None else None
+            found = find_provider(mod, index, before, situation.python) if index is not None else None
             learned["providers"][mod] = (found.distribution, found.version, found.reason) if found else None
         for py in move.interpreters:
             try:

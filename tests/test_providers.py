@@ -335,3 +335,19 @@ def test_match_by_wheels__optional_import__no_provider_looked_up(tmp_path: Path,
                       (("loguru", "loguru"), ("tqdm", "tqdm"), ("sphinx-rtd-theme", "sphinx_rtd_theme"))})
     got = init_mod.match_by_wheels(scan_path(root / "sub"), fake)
     assert [(m.module, m.distribution) for m in got] == [("loguru", "loguru")]
+
+
+def test_find_provider__releases_without_a_wheel_for_the_python__passed_over() -> None:
+    """keras-molecules (corpus4 held, after the measurement): dated 2016-10, on CPython 3.6, keras
+    1.1.1 needs tensorflow. TensorFlow's first releases after that date had no cp36 wheel, and the
+    one found did not lock; the first release with a cp36 wheel is the provider."""
+    class Idx(FakeIndex):
+        def has_wheel(self, name: str, version: str, python: str) -> bool | None:
+            return {"0.12.0": python == "3.5", "0.12.1": python == "3.5", "1.2.0": True}.get(version)
+
+    idx = Idx({"tensorflow": [("0.12.0", "2016-11-29", {"tensorflow"}), ("0.12.1", "2016-12-24", {"tensorflow"}),
+                              ("1.2.0", "2017-06-16", {"tensorflow"})]})
+    p = providers.find_provider("tensorflow", idx, dt.date(2016, 10, 31), "3.6")
+    assert p is not None and p.version == "1.2.0" and "after the submission's date" in p.reason
+    assert providers.find_provider("tensorflow", idx, dt.date(2016, 10, 31), "3.5").version == "0.12.0"
+    assert providers.find_provider("tensorflow", idx, dt.date(2016, 10, 31)).version == "0.12.0"  # no Python: as before

@@ -13,12 +13,14 @@ accepted provider, with that evidence, goes into model.toml (``[mapping]`` with 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from packaging.utils import canonicalize_name
 
 MAX_RELEASES = 3  # releases of one candidate looked at, newest first, for one with a wheel
+AFTER_DATE = "after the submission's date"  # in the reason of a provider first released after that date
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ def _first_shipping(top: str, module: str, index: Any, before: dt.date | None, *
             if top in tops:
                 if after:
                     late = (dt.date.fromisoformat(day) - before).days if before else 0
-                    when = (f"uploaded {day}, {late} day{'s' if late != 1 else ''} after the submission's date {before}: no release "
+                    when = (f"uploaded {day}, {late} day{'s' if late != 1 else ''} {AFTER_DATE} {before}: no release "
                             "by that date ships it, this is the first after it that does")
                 else:
                     when = f"uploaded {day}" + (f", by the submission's date {before}" if before else "")
@@ -149,7 +151,10 @@ def persist(model_toml: Any, providers: list[Provider]) -> None:
         entry = tomlkit.inline_table()
         entry.update({"distribution": p.distribution, "reason": p.reason})
         mapping[p.module] = entry
-        if p.distribution not in [canonicalize_name(str(e).split(";")[0].split("[")[0].strip()) for e in extra]:
-            extra.append(p.distribution)
+        if p.distribution not in [canonicalize_name(re.split(r"[;\[<>=!~ ]", str(e), maxsplit=1)[0]) for e in extra]:
+            # a provider first released after the submission's date is pinned to that release: a
+            # date-bounded relock would not see it, an unbounded one takes today's (keras 1.1.1 of
+            # 2016 beside tensorflow 2.x: "module 'tensorflow' has no attribute 'placeholder'")
+            extra.append(f"{p.distribution}=={p.version}" if p.version and AFTER_DATE in p.reason else p.distribution)
     atomic_write_text(model_toml, tomlkit.dumps(doc))
     atomic_write_text(model_toml.parent / "pyproject.toml", gen.render_pyproject(parse_model(model_toml)))

@@ -351,3 +351,25 @@ def test_find_provider__releases_without_a_wheel_for_the_python__passed_over() -
     assert p is not None and p.version == "1.2.0" and "after the submission's date" in p.reason
     assert providers.find_provider("tensorflow", idx, dt.date(2016, 10, 31), "3.5").version == "0.12.0"
     assert providers.find_provider("tensorflow", idx, dt.date(2016, 10, 31)).version == "0.12.0"  # no Python: as before
+
+
+def test_persist__provider_first_released_after_the_date__pinned_to_that_release(tmp_path: Path,
+                                                                                   write_files: Any) -> None:
+    """keras-molecules (corpus4 held, after the measurement): tensorflow was added unpinned, the
+    relock took today's (keras 1.1.1 then failed on tf.placeholder) and the date-bounded relock could
+    not see it. A provider first released after the date is pinned to that release; one released by
+    the date stays unpinned (the date bound chooses)."""
+    import tomllib
+
+    from pyrepro.init import init_model
+
+    root = write_files({"sub/run.py": "import numpy\n"})
+    res = init_model(root / "sub", name="sub", models_dir=tmp_path / "models", online=False, cache=tmp_path / "c")
+    mt = tmp_path / "models" / "sub" / "model.toml"
+    late = providers.Provider("tensorflow", "tensorflow", "0.12.1", "w", "2016-12-28",
+                              f"... (uploaded 2016-12-28, 58 days {providers.AFTER_DATE} 2016-10-31: ...)")
+    early = providers.Provider("loguru", "loguru", "0.5.3", "w", "2020-09-20", "... (uploaded 2020-09-20, by ...)")
+    providers.persist(mt, [late, early])
+    doc = tomllib.loads(mt.read_text())
+    assert {"tensorflow==0.12.1", "loguru"} <= set(doc["dependencies"]["extra"]) and res is not None
+    assert "tensorflow==0.12.1" in (mt.parent / "pyproject.toml").read_text()

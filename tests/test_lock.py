@@ -7,6 +7,7 @@ import datetime as dt
 import shutil
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -564,26 +565,31 @@ def test_relax__not_found_with_a_former_pypi_name__former_name_once() -> None:
     assert _step(msg2, ("nosuchthing",)) is None
 
 
-def test_lock_request__exact_pin_conflicts_with_a_dependency__nearest_release_that_fits(tmp_path: Path) -> None:
-    """mbd-mace (corpus2): numpy==2.2.0 against mace-torch 0.3.9's numpy<2.0. Widening the pin
-    to >=2.2,<3 conflicted the same way; the pin moves to the release nearest it that fits."""
-    d = _project(tmp_path, ["mace-torch==0.3.9", "numpy==2.2.0"])
-    seen: list[tuple[str, ...]] = []
-
+def _pdm_failing_while(failing: Any, seen: list[tuple[str, ...]], message: str) -> Any:
+    """A fake ``pdm lock``: fails with ``message`` while ``failing(dependencies)`` holds, else writes
+    a good lock; records each attempt's dependencies (not the --append runs) in ``seen``."""
     def pdm(argv, cwd, env):  # type: ignore[no-untyped-def]
         proj = Path(argv[argv.index("-p") + 1])
         deps = lock.read_pyproject(proj / "pyproject.toml")["project"]["dependencies"]
         if "--append" not in argv:
             seen.append(tuple(deps))
-        if "numpy==2.2.0" in deps:
-            return Completed(tuple(argv), 1, "", "ERROR: Unable to find a resolution for numpy\n"
-                                                 "because of the following conflicts:\n"
-                                                 "  numpy<2.0 (from mace-torch@0.3.9)\n"
-                                                 "  numpy==2.2.0 (from project)\n")
+        if failing(deps):
+            return Completed(tuple(argv), 1, "", message)
         h = lock.content_hash(lock.read_pyproject(proj / "pyproject.toml"))
         (proj / "pdm.lock").write_text(GOOD_LOCK.format(h=h.removeprefix("sha256:")))
         return Completed(tuple(argv), 0, "", "")
 
+    return pdm
+
+
+def test_lock_request__exact_pin_conflicts_with_a_dependency__nearest_release_that_fits(tmp_path: Path) -> None:
+    """mbd-mace (corpus2): numpy==2.2.0 against mace-torch 0.3.9's numpy<2.0. Widening the pin
+    to >=2.2,<3 conflicted the same way; the pin moves to the release nearest it that fits."""
+    d = _project(tmp_path, ["mace-torch==0.3.9", "numpy==2.2.0"])
+    seen: list[tuple[str, ...]] = []
+    pdm = _pdm_failing_while(lambda deps: "numpy==2.2.0" in deps, seen,
+                             "ERROR: Unable to find a resolution for numpy\nbecause of the following conflicts:\n"
+                             "  numpy<2.0 (from mace-torch@0.3.9)\n  numpy==2.2.0 (from project)\n")
     runner = FakeRunner()
     runner.on(lock.pdm_command(), pdm)
     runner.on([lock.sys.executable, "-m", "pip", "index"],
@@ -617,20 +623,9 @@ def test_lock_request__a_name_the_index_does_not_have__dropped_said_so(tmp_path:
     then says whether the code needs it)."""
     d = _project(tmp_path, ["numpy", "condaonly-tool==20.2"])
     seen: list[tuple[str, ...]] = []
-
-    def pdm(argv, cwd, env):  # type: ignore[no-untyped-def]
-        proj = Path(argv[argv.index("-p") + 1])
-        deps = lock.read_pyproject(proj / "pyproject.toml")["project"]["dependencies"]
-        if "--append" not in argv:
-            seen.append(tuple(deps))
-        if any(x.startswith("condaonly-tool") for x in deps):
-            return Completed(tuple(argv), 1, "", "[CandidateNotFound]: Unable to find candidates for condaonly-tool. "
-                                                 "There may exist some issues with the package name or network "
-                                                 "condition.\n")
-        h = lock.content_hash(lock.read_pyproject(proj / "pyproject.toml"))
-        (proj / "pdm.lock").write_text(GOOD_LOCK.format(h=h.removeprefix("sha256:")))
-        return Completed(tuple(argv), 0, "", "")
-
+    pdm = _pdm_failing_while(lambda deps: any(x.startswith("condaonly-tool") for x in deps), seen,
+                             "[CandidateNotFound]: Unable to find candidates for condaonly-tool. There may exist "
+                             "some issues with the package name or network condition.\n")
     runner = FakeRunner()
     runner.on(lock.pdm_command(), pdm)
     runner.on([lock.sys.executable, "-m", "pip", "index"],

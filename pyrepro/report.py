@@ -339,6 +339,9 @@ def render_markdown(rep: dict[str, Any]) -> str:
             "source against the manifest written when it was staged, and every Python file of the environment "
             "against its distributions' RECORD hashes (compiled libraries are not re-hashed); the record lists "
             "what was verified and how long it took. Runs recorded before this check do not have it.",
+            "- The local backend installs a lock's wheels with uv since 2026-12-05 (pip for Pythons before 3.8, "
+            "for sdists and when uv fails; docs/backend.md); each environment's `.pyrepro-complete` says which. "
+            "A model's test run below was made with the installer of its date.",
             "", "## Per model", ""]
     for m in rep["models"]:
         out.append(f"### {m['name']} (upstream `{m['upstream']}`)")

@@ -41,6 +41,8 @@ NO_EVIDENCE = "no Python stated"
 RANK = {"pin": 0, "notebook": 1, "python2": 2, "range": 3}
 
 _VERSION = r"([23])\.(\d{1,2})(?:\.\d+)?"
+# `conda create -n x python=3.7 ...` (a shell script's or a README's install command)
+_CONDA_PYTHON = re.compile(rf"\b(?:conda|mamba|micromamba)\s+(?:create|install)\b.*\bpython\s*=+\s*{_VERSION}")
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ def python_evidence(folder: Path, *, python2: Sequence[Location] = ()) -> tuple[
         elif name in README_NAMES and rel.count("/") <= 1:
             # a README's install commands and requirement lists (metadata.readme_commands)
             for n, text, _block in readme_commands("\n".join(_lines(p))):
-                m = re.search(rf"\b(?:conda|mamba|micromamba)\s+(?:create|install)\b.*\bpython\s*=+\s*{_VERSION}", text)
+                m = _CONDA_PYTHON.search(text)
                 m = m or re.match(rf"^python\s*(?:==?|~=)\s*{_VERSION}\s*$", text)
                 if m:
                     found.append(Evidence(_mm(m.group(1), m.group(2)), "pin", Location(rel, n), text[:120]))
@@ -129,7 +131,7 @@ def python_evidence(folder: Path, *, python2: Sequence[Location] = ()) -> tuple[
                 stripped = line.strip()
                 if stripped.startswith("#"):
                     continue
-                m = re.search(rf"\b(?:conda|mamba|micromamba)\s+(?:create|install)\b.*\bpython\s*=+\s*{_VERSION}", line)
+                m = _CONDA_PYTHON.search(line)
                 m = m or re.search(r"\bpython([23])\.(\d{1,2})\s+\S+\.py\b", line)
                 m = m or re.search(rf"\bmodule\s+load\s+python/{_VERSION}", line)
                 if m:
@@ -243,7 +245,7 @@ def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = N
         if off:
             choice = PythonChoice(choice.version, f"{choice.reason}; but {'; '.join(off)} does not allow it: a stated "
                                                   "Python is kept, check it", choice.evidence)
-        return _targeted(choice, ranges)
+        return _targeted(choice)
     candidates = settled_pythons(submitted)
     if not candidates:
         candidates = [RELEASES[0][0]]
@@ -268,7 +270,7 @@ def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = N
     return _by_date(candidates, bound, lo, hi, said, pins, wheel_check)
 
 
-def _targeted(choice: PythonChoice, ranges: Sequence[Evidence]) -> PythonChoice:
+def _targeted(choice: PythonChoice) -> PythonChoice:
     """A stated Python 3 older than any pyrepro targets (a notebook last run on 3.5.2) becomes the
     oldest targeted one: code written for 3.5 runs on 3.6, and no lock or interpreter exists for 3.5."""
     oldest = RELEASES[0][0]

@@ -360,29 +360,33 @@ def _after_build(s: Situation) -> Move:
         return GiveUp(f"{pkg} {version} did not build and no release of {pkg} has a wheel for CPython {s.python} "
                       "(offline: the index was not asked)")
     undone = {pkg for pkg, _v in s.sdists if pkg in tried}  # moved before, and back again
-    older = _older_python(s, undone) if undone else None
+    # (python, reason, rule) of a move of the Python, when one is the answer
+    move = _with_rule(_older_python(s, undone), "sdist-to-older-python") if undone else None
     steps: list[relax.Step] = []
     why = ""
-    if older is None:
+    if move is None:
         steps, why = _wheel_steps(s, tried)
         if not steps:
-            older = _older_python(s, set())
-        if not steps and older is None and not undone:
-            older = _newer_python(s)
-    if older is not None:
-        missing = _interpreter(s, older[0])
+            move = _with_rule(_older_python(s, set()), "sdist-to-older-python")
+        if not steps and move is None and not undone:
+            move = _with_rule(_newer_python(s), "sdist-to-newer-python")
+    if move is not None:
+        missing = _interpreter(s, move[0])
         if missing:  # say which Python the move needs, change nothing
-            why = f"{why}; {older[1]}; but {missing}" if why else f"{older[1]}; but {missing}"
-            older = None
+            why = f"{why}; {move[1]}; but {missing}" if why else f"{move[1]}; but {missing}"
+            move = None
     if steps:
         return PinWheels(tuple(steps))
-    if older is not None:
-        newer = version_key(older[0]) > version_key(s.python)
-        return MovePython(older[0], older[1], "sdist-to-newer-python" if newer else "sdist-to-older-python")
+    if move is not None:
+        return MovePython(*move)
     era = _era_of_failing_sdist(s)
     if era is not None:
         return era
     return GiveUp(why)
+
+
+def _with_rule(found: tuple[str, str] | None, rule: str) -> tuple[str, str, str] | None:
+    return (*found, rule) if found is not None else None
 
 
 def _era_of_failing_sdist(s: Situation) -> RelockByEra | None:

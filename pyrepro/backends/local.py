@@ -248,7 +248,8 @@ def build_bound(spec: ModelSpec, sdists: list[Locked] | None = None, index: Any 
     for p in sdists:
         try:
             day = index.uploaded(p.name, p.version)
-            days.append(dt.date.fromisoformat(str(day)[:10])) if day else None
+            if day:
+                days.append(dt.date.fromisoformat(str(day)[:10]))
         except (ValueError, PyreproError):
             continue
     return max(days) + dt.timedelta(days=1) if days else None
@@ -298,7 +299,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
         uv = uv_binary() if version_key(spec.python) >= version_key(UV_OLDEST) else None
         installer, uv_failed = "pip", ""
         no_isolation: dict[str, Any] | None = None
-        if sdists and index is None and build_bound(spec) is None:
+        if sdists and index is None:  # the sdists' build requirements (and, undated, their upload days)
             from pyrepro.index import Index
 
             index = Index(paths.cache)
@@ -682,7 +683,7 @@ NO_ISOLATION_BASE = ("setuptools", "wheel")
 
 
 def no_isolation_tools(bounded: Any, pkgs: list[Locked], spec: ModelSpec, paths: Paths, index: Any,
-                       bound: dt.date | None = None) -> list[str]:
+                       bound: dt.date | None) -> list[str]:
     """What is pip-installed into the venv before the sdists are built without isolation: the
     sdists' declared build requirements pinned to their era (``bounded``: Cython, numpy, ...),
     plus setuptools and wheel, each the newest release before the date bound; never a package the
@@ -695,7 +696,6 @@ def no_isolation_tools(bounded: Any, pkgs: list[Locked], spec: ModelSpec, paths:
         name = canonicalize_name(line.split("==", 1)[0])
         if name not in locked:
             out[name] = line
-    bound = bound or build_bound(spec)
     for name in NO_ISOLATION_BASE:
         if name in out or name in locked:
             continue
@@ -710,9 +710,9 @@ def no_isolation_tools(bounded: Any, pkgs: list[Locked], spec: ModelSpec, paths:
 
 
 def _bounded_build_requirements(spec: ModelSpec, sdists: list[Locked], paths: Paths, index: Any,
-                                bound: dt.date | None = None) -> Any:
-    """``buildreqs.constraints`` for the sdists of this build, or None (no sdists, no date)."""
-    bound = bound or build_bound(spec)
+                                bound: dt.date | None) -> Any:
+    """``buildreqs.constraints`` for the sdists of this build bounded by ``bound`` (``build_bound``),
+    or None (no sdists, no date)."""
     if not sdists or bound is None:
         return None
     from pyrepro import buildreqs

@@ -105,6 +105,12 @@ def python_evidence(folder: Path, *, python2: Sequence[Location] = ()) -> tuple[
                 m = re.match(rf"^\s*-?\s*python\s*(?:==?|>=|~=)?\s*{_VERSION}", line)
                 if m:
                     found.append(Evidence(_mm(m.group(1), m.group(2)), "pin", Location(rel, n), line.strip()))
+        elif name.startswith("requirements") and name.endswith(".txt"):
+            # a conda list (`conda list --export`: python=3.6.8=h0371630_0) or a pip line python==3.7
+            for n, line in enumerate(_lines(p), 1):
+                m = re.match(rf"^\s*python\s*={{1,2}}\s*{_VERSION}(?:[.=\s]|$)", line)
+                if m:
+                    found.append(Evidence(_mm(m.group(1), m.group(2)), "pin", Location(rel, n), line.strip()))
         elif name == "runtime.txt" or name == ".python-version":
             for n, line in enumerate(_lines(p), 1):
                 m = re.match(rf"^\s*(?:python-)?{_VERSION}\s*$", line)

@@ -38,7 +38,7 @@ from typing import Any
 
 import tomlkit
 
-from pyrepro import lockplan, proc, relax
+from pyrepro import lockplan, proc, relax, uvtool
 from pyrepro.errors import (
     InputError,
     NetworkError,
@@ -61,7 +61,7 @@ from pyrepro.lockrecord import (  # noqa: F401  (re-exported: the record lives i
     record_build,
     render_record,
 )
-from pyrepro.paths import Paths
+from pyrepro.paths import Paths, cache_dir
 
 # the pdm attempt (command, environment, output reading) lives in pyrepro/pdmrun.py; these names
 # stay importable from here
@@ -95,16 +95,19 @@ AUTO_REASON = "auto-relaxed by pyrepro lock"
 DECLARED_REASON = "declared by the submission"  # pins 'pyrepro init' copies from the declared metadata
 DEFAULT_TIMEOUT = 20 * 60.0
 # The as-declared attempt (the newest releases of everything unpinned) is the one that backtracks
-# for long: snap_mlearn's ran out of 900 s where the date-bounded attempt then locked in 25 s. When
-# a date-bounded attempt can follow, as-declared gets this share of the per-attempt budget (the
-# slowest as-declared success among the 15 targets took 190 s on shared cores).
+# for long: snap_mlearn's ran out of 900 s where the date-bounded attempt then locked in 25 s. It
+# gets this share of the per-attempt budget whenever something can follow it: a date-bounded
+# attempt, or a resolution uv finds to pin (the slowest as-declared success among the 15 targets
+# took 190 s on shared cores; graphgps, corpus5, spent 284 s of a 9.5-minute budget backtracking).
 AS_DECLARED_SHARE = 1 / 3
 
 
-def attempt_budget(strategy: str, bound: str | None, era_bound: str | None, timeout: float) -> float:
+def attempt_budget(strategy: str, bound: str | None, era_bound: str | None, timeout: float,
+                   relaxing: bool = True) -> float:
     """Seconds one attempt may take: ``timeout``, or its AS_DECLARED_SHARE for an as-declared
-    attempt when the submission's date gives a date-bounded attempt to fall back on."""
-    if strategy == "as-declared" and bound is None and era_bound is not None:
+    attempt when a date-bounded attempt (the submission's date) or relaxation (which asks uv
+    for a resolution when the resolver times out) can follow it."""
+    if strategy == "as-declared" and bound is None and (era_bound is not None or relaxing):
         return timeout * AS_DECLARED_SHARE
     return timeout
 
@@ -448,7 +451,7 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             work = Path(tmp)
             (work / "pyproject.toml").write_text(text if rs == declared else with_dependencies(text, rs),
                                                  encoding="utf-8")
-            budget = attempt_budget(move.strategy, move.bound, era, timeout)
+            budget = attempt_budget(move.strategy, move.bound, era, timeout, "relaxed" in sit.order)
             run = _run_pdm(work, req.python, move.bound, runner=runner, python_exe=python_exe,
                            timeout=budget, aarch64=aarch64,
                            on_line=output_detail(progress, label, ResolverDetail()))
@@ -470,7 +473,7 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                     hint="check the network or the index URL (PDM_PYPI_URL / tool.pdm.source)")
             if run.seconds >= budget * 0.98 and not any(p.kind == "timeout" for p in problems):
                 why = "" if budget == timeout else " (an as-declared attempt's share of the budget: a " \
-                                                   "date-bounded attempt follows)"
+                                                   f"{'date-bounded attempt' if era else 'relaxation'} follows)"
                 problems = (relax.Problem("timeout", excerpt=f"timed out after {budget:.0f} s{why}"), *problems)
         error = "" if run.ok else _trim(run.text)
         attempts.append(Attempt(move.strategy, rs, run.ok, run.seconds, move.bound, error, problems, run.aarch64))
@@ -480,9 +483,14 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     while True:
         move = lockplan.next_move(sit)
         if isinstance(move, lockplan.LookUp):
+            guides = None
+            if move.guide is not None:
+                progress.advance(label, 0, "the resolver had nothing to act on: asking uv for a resolution")
+                guides = {move.guide: uvtool.guide(move.guide, req.python, sit.relax_bound, runner=runner,
+                                                   cache=cache_dir() / "uv")}
             sit = sit.learn(
                 versions=lookup_versions(move.versions, req.python, runner=runner) if move.versions else None,
-                uploaded={(n, v): upload_date(n, v, runner=runner) for n, v in move.uploads})
+                uploaded={(n, v): upload_date(n, v, runner=runner) for n, v in move.uploads}, guides=guides)
             continue
         if isinstance(move, lockplan.Try):
             sit = sit.after(move, attempt(move))
@@ -589,11 +597,23 @@ def persist_to_model_toml(req: LockRequest, steps: Sequence[relax.Step]) -> None
     _regenerate(req)
 
 
+def _drop_guided_pins(doc: Any) -> None:
+    """A new target (Python or date bound) takes back the pins a guided resolution made for the old
+    one (rule resolver-guided): uv's versions for CPython 3.10 with no date would otherwise hold a
+    relock for 2023 to releases of 2026 (graphgps, corpus5 dev)."""
+    pins = (doc.get("dependencies") or {}).get("pins")
+    if pins is None:
+        return
+    for p in [p for p in pins if f"(rule {lockplan.GUIDED_RULE};" in str(p.get("reason", ""))]:
+        pins.remove(p)
+
+
 def persist_python(req: LockRequest, python: str, reason: str) -> None:
     """Write a new target Python and its reason into model.toml and regenerate the pyproject."""
     if req.model_toml is None:
         raise ResolutionError(f"{req.name}: no model.toml to record the Python in")
     doc = tomlkit.parse(req.model_toml.read_text(encoding="utf-8"))
+    _drop_guided_pins(doc)
     doc["python"] = python
     doc["python_reason"] = reason
     atomic_write_text(req.model_toml, tomlkit.dumps(doc))
@@ -606,6 +626,7 @@ def persist_era(req: LockRequest, day: str, reason: str, *, python: str | None =
     if req.model_toml is None:
         raise ResolutionError(f"{req.name}: no model.toml to record the date in")
     doc = tomlkit.parse(req.model_toml.read_text(encoding="utf-8"))
+    _drop_guided_pins(doc)
     doc["submitted"] = day
     doc["submitted_reason"] = reason
     if python is not None:

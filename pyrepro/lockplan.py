@@ -15,8 +15,11 @@ the facts looked up), ``next_move`` returns exactly one of:
 The order is the documented one (docs/lock.md): ``as-declared``, then ``date-bounded``, then
 ``relaxed``. Relaxation first moves a date bound that hides an exactly pinned release to the day
 after that release (no requirement changes), then applies one rule of ``pyrepro.relax.RULES``
-per attempt, at most ``MAX_STEPS`` times. A timeout with nothing else to act on stops it: a
-relaxation needs an error to be guided by.
+per attempt, at most ``MAX_STEPS`` times. A timeout with nothing else to act on, or an error
+no rule reads, asks a second resolver (uv, ``pyrepro.uvtool``) once for a resolution of the same
+set for the same target: its versions of the requirements that are not exactly pinned become pins
+(rule ``resolver-guided``, one step per pin, uncounted), so pdm's resolver checks one candidate
+each instead of backtracking. When uv finds none either, the give-up says uv's reason too.
 """
 
 from __future__ import annotations
@@ -27,11 +30,15 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pyrepro import relax
+from pyrepro.uvtool import Guide
 
 Strategy = Literal["as-declared", "date-bounded", "relaxed", "reused"]
 STRATEGIES: tuple[Strategy, ...] = ("as-declared", "date-bounded", "relaxed")
 MAX_STEPS = 8
-UNCOUNTED_RULES = frozenset({"not-on-index"})  # relaxation steps that do not count toward MAX_STEPS
+GUIDED_RULE = "resolver-guided"
+# relaxation steps that do not count toward MAX_STEPS: a dropped name the index lacks, and the pins
+# of a guided resolution (one per requirement, taken together once)
+UNCOUNTED_RULES = frozenset({"not-on-index", GUIDED_RULE})
 _ACTIONABLE = ("not-found", "conflict", "build-failed")
 
 
@@ -54,11 +61,14 @@ class Try:
     bound: str | None
     step: relax.Step | None = None  # the relaxation that made ``requirements``
     bound_note: str = ""  # why the date bound moved (empty: it did not)
+    pins: tuple[relax.Step, ...] = ()  # a guided attempt's other pins, taken before ``step``
 
     @property
     def detail(self) -> str:
         if self.bound_note:
             return self.bound_note
+        if self.pins and self.step is not None:
+            return f"{self.step.rule}: {len(self.pins) + 1} requirements pinned to a resolution uv found"
         if self.step is not None:
             return self.step.summary
         return f"{self.strategy}{f' (<= {self.bound})' if self.bound else ''}"
@@ -68,6 +78,7 @@ class Try:
 class LookUp:
     versions: tuple[str, ...] = ()  # release lists of these distributions
     uploads: tuple[tuple[str, str], ...] = ()  # the upload day of these (name, version)
+    guide: tuple[str, ...] | None = None  # resolve this requirement set with uv (the lock's Python and bound)
 
 
 @dataclass(frozen=True)
@@ -95,6 +106,7 @@ class Situation:
     bound_moves: tuple[tuple[str, str], ...] = ()  # (new bound, why)
     facts: relax.Facts = field(default_factory=relax.Facts)
     uploaded: Mapping[tuple[str, str], dt.date | None] = field(default_factory=dict)
+    guides: Mapping[tuple[str, ...], Guide] = field(default_factory=dict)  # uv's answer per requirement set
 
     @property
     def requirements(self) -> tuple[str, ...]:
@@ -109,17 +121,25 @@ class Situation:
         return self.era_bound if "date-bounded" in self.order else None
 
     def after(self, move: Try, tried: Tried) -> Situation:
-        steps = self.steps + ((move.step,) if move.step is not None else ())
+        steps = self.steps + move.pins + ((move.step,) if move.step is not None else ())
         moves = self.bound_moves + (((move.bound or "", move.bound_note),) if move.bound_note else ())
-        return replace(self, tried=(*self.tried, tried), steps=steps, bound_moves=moves)
+        facts = self.facts
+        st = move.step
+        if st is not None and st.before and st.after and facts.imported is not None:
+            old, new = relax.req_name(st.before), relax.req_name(st.after)
+            if old != new and old in facts.imported:  # a renamed distribution is as central as before
+                facts = replace(facts, imported=facts.imported | {new})
+        return replace(self, tried=(*self.tried, tried), steps=steps, bound_moves=moves, facts=facts)
 
     def learn(self, versions: Mapping[str, tuple[str, ...]] | None = None,
-              uploaded: Mapping[tuple[str, str], dt.date | None] | None = None) -> Situation:
+              uploaded: Mapping[tuple[str, str], dt.date | None] | None = None,
+              guides: Mapping[tuple[str, ...], Guide] | None = None) -> Situation:
         facts = self.facts
         if versions:
             facts = replace(facts, versions={**facts.versions, **{relax.req_name(k): tuple(v)
                                                                   for k, v in versions.items()}})
-        return replace(self, facts=facts, uploaded={**self.uploaded, **(uploaded or {})})
+        return replace(self, facts=facts, uploaded={**self.uploaded, **(uploaded or {})},
+                       guides={**self.guides, **(guides or {})})
 
 
 def start(declared: Sequence[str], *, first: Strategy = "as-declared", era_bound: str | None = None,
@@ -193,8 +213,8 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
         return GiveUp(f"still no lock after {len(counted)} relaxation steps (the limit)")
     problems = s.tried[-1].problems
     if any(p.kind == "timeout" for p in problems) and not any(p.kind in _ACTIONABLE for p in problems):
-        return GiveUp("the resolver timed out without naming a conflict, a missing release or a failed build; "
-                      "a relaxation needs such an error to act on")
+        return _guided(s, "the resolver timed out without naming a conflict, a missing release or a failed "
+                          "build; a relaxation needs such an error to act on")
     reqs = s.requirements
     bound = s.relax_bound
     if bound:
@@ -212,11 +232,56 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
     if step is None:
         first = next((p for p in problems if p.kind != "unknown"), problems[0] if problems else None)
         what = f"{first.kind}{f' ({first.package})' if first.package else ''}" if first else "an unreadable error"
-        return GiveUp(f"no relaxation rule applies to {what}")
+        return _guided(s, f"no relaxation rule applies to {what}")
     if not step.trigger:
         step = replace(step, trigger="\n".join(s.tried[-1].error.splitlines()[-8:]))
+    if any(t.requirements == step.requirements and t.bound == bound for t in s.tried):
+        return GiveUp(f"the relaxation {step.summary} leads back to a requirement set already tried")
     return Try("relaxed", step.requirements, bound, step=step)
 
 
-__all__ = ["MAX_STEPS", "STRATEGIES", "GiveUp", "direct_not_found", "Locked", "LookUp", "Move", "Situation", "Tried", "Try",
-           "later_bound", "next_move", "start"]
+def guided_pins(reqs: Sequence[str], guide: Guide, why: str) -> tuple[relax.Step, ...]:
+    """One ``resolver-guided`` step per requirement that is not exactly pinned and that ``guide``'s
+    resolution has a version for: ``name[extras]`` pinned ``==version`` (requirements with a
+    marker or a URL are left as they are). Each step's requirement set includes the ones before."""
+    out: list[relax.Step] = []
+    cur = list(reqs)
+    for i, req in enumerate(reqs):
+        r = relax._parse(req)
+        if r is None or r.marker is not None or r.url or relax.pinned_version(req) is not None:
+            continue
+        version = guide.version(r.name)
+        if version is None or (r.specifier and not r.specifier.contains(version, prereleases=True)):
+            continue
+        after = relax._format(r.name, r, f"=={version}")
+        cur[i] = after
+        out.append(relax.Step(GUIDED_RULE, relax.req_name(req), req, after,
+                              f"uv's resolver found a resolution of the whole set for this target with "
+                              f"{r.name} {version}; pinned so pdm checks that one candidate ({why})",
+                              tuple(cur)))
+    return tuple(out)
+
+
+def _guided(s: Situation, why: str) -> Move:
+    """The move when relaxation has nothing to act on (``why``): ask uv once, then pin its answer."""
+    reqs = s.requirements
+    if not reqs or any(st.rule == GUIDED_RULE for st in s.steps):
+        return GiveUp(f"{why} (after pinning a resolution uv found)")
+    guide = s.guides.get(reqs)
+    if guide is None:
+        return LookUp(guide=reqs)
+    if not guide.ok:
+        said = " ".join(ln.strip() for ln in guide.error.splitlines()[:3] if ln.strip())
+        return GiveUp(f"{why}; uv's resolver found no resolution either: {said}")
+    pins = guided_pins(reqs, guide, why.split(";")[0])
+    if not pins:
+        return GiveUp(f"{why}; uv found a resolution, but every requirement it could pin is pinned already")
+    if any(t.requirements == pins[-1].requirements and t.bound == s.relax_bound for t in s.tried):
+        return GiveUp(f"{why}; uv's resolution pins the requirements to a set already tried")
+    trigger = "\n".join(s.tried[-1].error.splitlines()[-8:])
+    pins = tuple(replace(p, trigger=trigger) for p in pins)
+    return Try("relaxed", pins[-1].requirements, s.relax_bound, step=pins[-1], pins=pins[:-1])
+
+
+__all__ = ["GUIDED_RULE", "MAX_STEPS", "STRATEGIES", "GiveUp", "direct_not_found", "Locked", "LookUp", "Move", "Situation", "Tried", "Try",
+           "guided_pins", "later_bound", "next_move", "start"]

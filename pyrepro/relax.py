@@ -480,6 +480,18 @@ def _origin(conflict_line: str) -> str:
     return req_name(re.split(r"[@ ]", who, maxsplit=1)[0])
 
 
+def _anchor(req: str) -> str | None:
+    """The version a requirement stands on: an exact pin's, else its floor (``>=``, ``~=``, ``>``)."""
+    v = pinned_version(req)
+    if v is not None:
+        return v
+    r = _parse(req)
+    if r is None:
+        return None
+    return next((sp.version for sp in r.specifier if sp.operator in (">=", "~=", ">") and "*" not in sp.version),
+                None)
+
+
 def rule_widen_conflict(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
     """A conflict widens one pin that is ours to change (a direct requirement): the conflicting
     package's own, or that of a direct requirement the conflicting constraint comes from (two
@@ -487,7 +499,9 @@ def rule_widen_conflict(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step
     first (declared but never imported by the code: a benchmark harness, a plugin), so an
     imported package keeps its declared version as long as anything else can give; then the
     narrowest (exact pins first); then the conflicting package's own pin before an origin's. An
-    exact pin first becomes a same-major range, then is dropped."""
+    origin whose constraint admits our own pin of the conflicting package comes after all
+    of those (it does not cause the conflict). An exact pin first becomes a same-major range, then
+    is dropped."""
     if p.kind != "conflict":
         return None
     names = {p.package} | {req_name(r.split(" (from ")[0]) for r in p.requirements}
@@ -502,11 +516,23 @@ def rule_widen_conflict(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step
             return Step("widen-conflict", name, reqs[drop], "",
                         f"{name} is required more than once ({', '.join([reqs[drop], *keep])}); "
                         f"dropped the narrowest", _edit(reqs, drop, ""))
-    candidates: list[tuple[bool, int, bool, str, int]] = []
+    # an origin whose constraint admits our own pin of the conflicting package (its version, or a
+    # range's floor) is no cause of the conflict (seaborn's numpy>=1.9.3 beside numpy==1.16.5 and
+    # rdkit-pypi's numpy==1.20): the origins that exclude it are widened first
+    ours = next((v for i in find(reqs, p.package) if (v := _anchor(reqs[i])) is not None), None)
+
+    def harmless(origin: str) -> bool:
+        if ours is None:
+            return False
+        specs = [_parse(r.split(" (from ")[0]) for r in p.requirements if _origin(r) == origin]
+        return bool(specs) and all(sp is not None and sp.specifier.contains(ours, prereleases=True) for sp in specs)
+
+    candidates: list[tuple[bool, bool, int, bool, str, int]] = []
     for name in names | origins:
         for i in find(reqs, name):
-            candidates.append((facts.central(name), narrowness(reqs[i]), name in origins, name, i))
-    for central, narrow, via, name, i in sorted(candidates):
+            candidates.append((name in origins and harmless(name), facts.central(name), narrowness(reqs[i]),
+                               name in origins, name, i))
+    for _harmless, central, narrow, via, name, i in sorted(candidates):
         if narrow >= 4:
             continue
         new = _widened(reqs[i])
@@ -621,6 +647,25 @@ def rule_not_on_index(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step |
     return None
 
 
+def rule_unimported_unavailable(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
+    """A direct requirement with no usable release (not found for this Python and date bound: a
+    project first published after the submission, or with wheels for other Pythons only) that the
+    code never imports and that is not exactly pinned (``nearest-release`` moves pins): a stray name
+    of an install command (a README's ``pip install ... install ...``), a tool, a plugin. It is
+    dropped, said so; an imported one is never dropped by this rule."""
+    if p.kind != "not-found" or not p.package or facts.imported is None or facts.central(p.package):
+        return None
+    if not facts.versions.get(p.package):  # unknown, or not on the index at all (rule not-on-index)
+        return None
+    for i in find(reqs, p.package):
+        if pinned_version(reqs[i]) is not None:
+            continue
+        return Step("unimported-unavailable", p.package, reqs[i], "",
+                    f"no release of {p.package} fits this Python and date bound, and the code never imports "
+                    f"it; dropped", _edit(reqs, i, ""))
+    return None
+
+
 #: The ordered rule registry: the first rule that returns a step wins.
 RULES: tuple[tuple[str, Rule], ...] = (
     ("strip-local-version", rule_strip_local_version),
@@ -628,6 +673,7 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("nearest-release", rule_nearest_release),
     ("former-name", rule_former_name),
     ("not-on-index", rule_not_on_index),
+    ("unimported-unavailable", rule_unimported_unavailable),
     ("nearest-compatible", rule_nearest_compatible),
     ("widen-conflict", rule_widen_conflict),
     ("unbuildable-unpin", rule_drop_unbuildable),

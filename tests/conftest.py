@@ -17,10 +17,11 @@ UPSTREAM_LB = UPSTREAM / "jarvis_leaderboard"
 
 @pytest.fixture(autouse=True)
 def _pip_installer_unless_real(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests with a fake runner expect pip's install commands; tests that build for real
-    (integration, network) keep the default installer (uv where it applies)."""
+    """Tests with a fake runner expect pip's install commands (one for all sdists); tests that build
+    for real (integration, network) keep the default installer (uv where it applies) and build jobs."""
     if not (request.node.get_closest_marker("network") or request.node.get_closest_marker("integration")):
         monkeypatch.setenv("PYREPRO_INSTALLER", "pip")
+        monkeypatch.setenv("PYREPRO_BUILD_JOBS", "1")  # one pip install of the sdists (a test sets more)
 
 
 @pytest.fixture

@@ -57,3 +57,17 @@ def json_result(text: str) -> Any:
     assert isinstance(doc, dict) and set(doc) == {"ok", "result", "error"}, doc
     assert isinstance(doc["ok"], bool) and (doc["error"] is None) == doc["ok"], doc
     return doc["result"]
+
+
+NO_UV_RESOLUTION = ("  x No solution found when resolving dependencies:\n"
+                    "  `-> Because there are no versions of six and you require six, we can conclude that your "
+                    "requirements are unsatisfiable.\n")
+
+
+def answer_uv_compile(runner: FakeRunner, stdout: str = "", returncode: int = 1,
+                      stderr: str = NO_UV_RESOLUTION) -> FakeRunner:
+    """Let ``runner`` answer the lock's guiding ``uv pip compile`` (``pyrepro.uvtool.guide``):
+    by default uv finds no resolution either."""
+    from pyrepro.uvtool import uv_executable
+
+    return runner.on((uv_executable() or "uv", "pip", "compile"), stdout, returncode=returncode, stderr=stderr)

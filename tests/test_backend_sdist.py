@@ -66,6 +66,94 @@ def test_build_env__sdist_only_package__second_pip_phase_without_isolation(tmp_p
     assert sdist_req.startswith("torch-scatter==2.1.1 --hash=sha256:59b6fad2") and "six" not in sdist_req
 
 
+SDIST_PKG_2 = SDIST_PKG.replace('"torch-scatter"', '"torch-cluster"').replace("2.1.1", "1.6.1").replace(
+    "torch_scatter-2.1.1", "torch_cluster-1.6.1").replace("59b6fad2", "0a0a0a0a")
+
+
+def test_build_env__two_sdists__built_side_by_side_then_their_wheels_installed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torsional-diffusion (corpus4 held) spent 504 s compiling torch-scatter and torch-cluster one
+    after the other (their setup.py turns ninja off, so each compiles on one core). With two build
+    jobs each sdist is built into a wheel by its own hash-checked `pip wheel`, at the same time;
+    the wheels are then installed from the folder they were built into."""
+    import threading
+    import time
+
+    monkeypatch.setenv("PYREPRO_BUILD_JOBS", "2")
+    root = tmp_path / "root"
+    shutil.copytree(SC / "models", root / "models")
+    lock = root / "models" / "mini" / "pdm.lock"
+    lock.write_text(lock.read_text() + SDIST_PKG + SDIST_PKG_2)
+    paths = Paths(root=root, cache=tmp_path / "cache")
+    spec = load_registry(paths.models).get("mini")
+    running, most = [0], [0]
+    guard = threading.Lock()
+    builds: list[tuple[str, list[str]]] = []
+    installs: list[list[str]] = []
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[1:4] == ["-m", "pip", "download"]:
+            return Completed(tuple(argv), 0, "", "")
+        if argv[1:4] == ["-m", "pip", "wheel"]:
+            with guard:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+            time.sleep(0.2)
+            req = Path(argv[-1]).read_text()
+            builds.append((req, argv))
+            name, version = req.split()[0].split("==")
+            out = Path(argv[argv.index("-w") + 1])
+            (out / f"{name.replace('-', '_')}-{version}-cp311-cp311-linux_x86_64.whl").write_bytes(b"")
+            with guard:
+                running[0] -= 1
+            return Completed(tuple(argv), 0, f"Successfully built {name}\n", "")
+        if argv[1:4] == ["-m", "pip", "install"]:
+            installs.append(argv[4:])
+            return Completed(tuple(argv), 0, "", "")
+        return proc.run(cmd, **kw)
+
+    env_dir, _key, _version, _hit = local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
+    assert (env_dir / local.COMPLETE).is_file() and most[0] == 2  # both built at once
+    assert sorted(r.split()[0] for r, _ in builds) == ["torch-cluster==1.6.1", "torch-scatter==2.1.1"]
+    assert all("--require-hashes" in a and "--no-deps" in a and "--hash=sha256:" in r for r, a in builds)
+    wheels_install = installs[-1]
+    assert "--no-index" in wheels_install and sorted(Path(w).name.split("-")[0] for w in wheels_install
+                                                     if w.endswith(".whl")) == ["torch_cluster", "torch_scatter"]
+
+
+def test_build_env__parallel_sdist_build_fails__pip_names_it_and_no_isolation_follows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYREPRO_BUILD_JOBS", "2")
+    root = tmp_path / "root"
+    shutil.copytree(SC / "models", root / "models")
+    lock = root / "models" / "mini" / "pdm.lock"
+    lock.write_text(lock.read_text() + SDIST_PKG + SDIST_PKG_2)
+    paths = Paths(root=root, cache=tmp_path / "cache")
+    spec = load_registry(paths.models).get("mini")
+    wheel_flags: list[list[str]] = []
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[1:4] == ["-m", "pip", "wheel"]:
+            wheel_flags.append(argv)
+            if "torch-cluster" in Path(argv[-1]).read_text():
+                return Completed(tuple(argv), 1, "", "error: subprocess-exited-with-error\n"
+                                 "  ModuleNotFoundError: No module named 'torch'\nFailed to build torch-cluster\n")
+            out = Path(argv[argv.index("-w") + 1])
+            (out / "torch_scatter-2.1.1-cp311-cp311-linux_x86_64.whl").write_bytes(b"")
+            return Completed(tuple(argv), 0, "", "")
+        if argv[1:4] in (["-m", "pip", "install"], ["-m", "pip", "download"]):
+            return Completed(tuple(argv), 0, "", "")
+        return proc.run(cmd, **kw)
+
+    with pytest.raises(local.SdistBuildError) as e:
+        local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
+    assert e.value.packages == (("torch-cluster", "1.6.1"),)
+    # the isolated pair first, then both again without isolation
+    assert [("--no-build-isolation" in a) for a in wheel_flags] == [False, False, True, True]
+
+
 def test_build_env__sdist_fails_isolated__retried_without_isolation(tmp_path: Path) -> None:
     root = tmp_path / "root"
     shutil.copytree(SC / "models", root / "models")

@@ -42,6 +42,10 @@ _kernel_nb = _nb  # a notebook last run on a kernel of this version (another _nb
     ({"run.sh": "#!/bin/bash\nconda create -n m python=3.9 -y\npython run.py\n"}, "3.9", "run.sh:2"),
     ({"nb.ipynb": _nb("3.7.12")}, "3.7", "nb.ipynb"),
     ({"runtime.txt": "python-3.6.15\n"}, "3.6", "runtime.txt:1"),
+    # a `conda list --export` saved as requirements.txt (grover, corpus5 dev), and a pip-style line
+    ({"requirements.txt": "# platform: linux-64\nnumpy=1.16.4=py36h7e9f1db_0\npython=3.6.8=h0371630_0\n"},
+     "3.6", "requirements.txt:3"),
+    ({"requirements-dev.txt": "python==3.7.10\nnumpy==1.21.0\n"}, "3.7", "requirements-dev.txt:1"),
     ({"info.json": json.dumps({"requirements": {"python": "3.9", "pip": ["numpy==1.20.1"]}})}, "3.9", "info.json"),
 ])
 def test_init__python_from_evidence__written_with_reason(write_files: Write, tmp_path: Path, files: dict[str, str],

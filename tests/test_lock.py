@@ -15,7 +15,7 @@ from pyrepro import lock, relax
 from pyrepro.errors import NetworkError
 from pyrepro.proc import Completed
 from pyrepro.registry import load_registry
-from tests.fakes import FakeRunner, json_result
+from tests.fakes import FakeRunner, answer_uv_compile, json_result
 
 MSG = Path(__file__).parent / "data" / "resolver_messages"
 REPO = Path(__file__).resolve().parent.parent
@@ -114,6 +114,7 @@ def _fake_pdm(fail_times: int, message: str) -> tuple[FakeRunner, list[list[str]
 
     r = FakeRunner()
     r.on(lock.pdm_command(), pdm)
+    answer_uv_compile(r)
     return r, seen
 
 
@@ -544,11 +545,47 @@ def test_lock_request__as_declared_backtracks__its_share_of_the_budget_then_date
     assert budgets == [(False, 300.0), (True, 900)]
     assert out.category == 2 and out.strategy == "date-bounded"
     assert "timed out after 300" in out.attempts[0].error
-    # no submission date: nothing to fall back on, as-declared keeps the whole budget
-    budgets.clear()
-    lock.lock_request(lock.LockRequest("q", d, "3.10"), runner=runner, python_exe=Path("/usr/bin/python3"),
-                      timeout=900, aarch64=False)
-    assert budgets[0] == (False, 900)
+
+
+def test_lock_request__timeout_with_no_date__uv_resolution_pinned_then_locked(tmp_path: Path) -> None:
+    """chgnet_mlearn (jarvis) and graphgps (corpus5 dev): pdm backtracked until its budget ran out,
+    with no conflict to relax. With no date the as-declared attempt gets a third of the budget (a
+    relaxation follows); uv resolves the same set for the same target in seconds; its versions of
+    the unpinned requirements become pins (rule resolver-guided, uncounted), and pdm locks them."""
+    from pyrepro.errors import ExternalToolError
+    from pyrepro.uvtool import uv_executable
+
+    d = _project(tmp_path, ["six", "numpy==1.23.5", "torch-scatter"])
+    calls: list[tuple[str, float | None]] = []
+
+    def runner(cmd, *, cwd=None, env=None, check=True, timeout=None, on_line=None, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[:3] == [uv_executable(), "pip", "compile"]:
+            reqs = Path(argv[3]).read_text().split()
+            calls.append(("uv " + " ".join(reqs), timeout))
+            if "torch-scatter" in reqs:  # its sdist needs torch to build its metadata
+                return Completed(tuple(argv), 1, "", "error: Failed to build `torch-scatter==2.1.2`\n  cause: ...")
+            assert argv[argv.index("--python-version") + 1] == "3.10" and "--exclude-newer" not in argv
+            return Completed(tuple(argv), 0, "numpy==1.23.5\nsix==1.16.0\n", "")
+        proj = Path(argv[argv.index("-p") + 1])
+        deps = lock.read_pyproject(proj / "pyproject.toml")["project"]["dependencies"]
+        calls.append(("pdm " + " ".join(deps), timeout))
+        if "six" in deps:
+            raise ExternalToolError(tuple(argv), -1, "", "", timeout=timeout)
+        h = lock.content_hash(lock.read_pyproject(proj / "pyproject.toml"))
+        (proj / "pdm.lock").write_text(GOOD_LOCK.format(h=h.removeprefix("sha256:")))
+        return Completed(tuple(argv), 0, "", "")
+
+    out = lock.lock_request(lock.LockRequest("q", d, "3.10"), runner=runner, python_exe=Path("/usr/bin/python3"),
+                            timeout=900, aarch64=False)
+    assert calls[0] == ("pdm six numpy==1.23.5 torch-scatter", 300.0)  # a third: relaxation follows
+    assert [c for c, _ in calls[1:]] == ["uv six numpy==1.23.5 torch-scatter", "uv six numpy==1.23.5",
+                                         "pdm six==1.16.0 numpy==1.23.5 torch-scatter"]
+    assert out.category == 2 and [s.rule for s in out.steps] == ["resolver-guided"]
+    assert "timed out after 300" in out.steps[0].trigger and "uv's resolver" in out.steps[0].reason
+    assert lock.read_pyproject(d / "pyproject.toml")["project"]["dependencies"] == [
+        "six==1.16.0", "numpy==1.23.5", "torch-scatter"]
+    assert lock.check_lock_dir(d) == []
 
 
 def test_relax__not_found_with_a_former_pypi_name__former_name_once() -> None:
@@ -640,6 +677,33 @@ def test_lock_request__a_name_the_index_does_not_have__dropped_said_so(tmp_path:
     assert relax.rule_not_on_index(problem[0], ("condaonly-tool",), relax.Facts()) is None
 
 
+def test_lock_request__a_stray_install_word_unavailable_by_the_date__dropped_unless_imported(tmp_path: Path) -> None:
+    """solubility-posts (corpus5 dev): a README's `pip install pandas ... install ...` declared PyPI's
+    `install`, first published after the submission date, and the index gave no upload time to move
+    the bound by. The code never imports it, so it is dropped with the reason and the lock goes on;
+    an imported requirement in the same spot is never dropped by this rule."""
+    d = _project(tmp_path, ["pandas", "install"])
+    seen: list[tuple[str, ...]] = []
+    pdm = _pdm_failing_while(lambda deps: "install" in deps, seen,
+                             "[CandidateNotFound]: Unable to find candidates for install. There may exist "
+                             "some issues with the package name or network condition.\n")
+    runner = FakeRunner()
+    runner.on(lock.pdm_command(), pdm)
+    runner.on([lock.sys.executable, "-m", "pip", "index"], Completed((), 0, "install (1.3.5)\nAvailable versions: 1.3.5\n", ""))
+    runner.on([lock.sys.executable, "-c"], Completed((), 0, "\n", ""))  # the index gives no upload time
+    answer_uv_compile(runner)
+    req = lock.LockRequest("p", d, "3.9", submitted=dt.date(2021, 9, 14), imported=frozenset({"pandas"}))
+    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"))
+    assert out.category == 2 and [s.rule for s in out.steps] == ["unimported-unavailable"]
+    assert seen[-1] == ("pandas",) and "never imports it" in out.steps[0].reason
+    from pyrepro import relax
+    (problem,) = relax.diagnose("[CandidateNotFound]: Unable to find candidates for install.")
+    facts = relax.Facts(versions={"install": ("1.3.5",)}, imported=frozenset({"install"}))
+    assert relax.rule_unimported_unavailable(problem, ("install",), facts) is None  # imported: kept
+    facts = relax.Facts(versions={"install": ("1.3.5",)}, imported=frozenset())
+    assert relax.rule_unimported_unavailable(problem, ("install==1.0",), facts) is None  # a pin: nearest-release's
+
+
 def test_persist__a_renamed_then_relaxed_pin__the_pyproject_is_what_was_locked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """rxn-yields (corpus4 held): rdkit==2020.03.3.0 became rdkit-pypi (former-name), then moved and
@@ -670,3 +734,63 @@ def test_persist__a_renamed_then_relaxed_pin__the_pyproject_is_what_was_locked(
         cur = new
     lock.persist_to_model_toml(lock.LockRequest.from_spec(spec), steps)
     assert tuple(dependencies(parse_model(spec.path))) == cur == ("numpy", "rdkit-pypi")
+
+
+def test_persist__a_new_python_or_date__takes_back_the_guided_pins(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """graphgps (corpus5 dev): uv's versions for CPython 3.10 with no date were pinned (rule
+    resolver-guided); the era relock that followed kept them, and each pin released in 2026 moved
+    its date bound forward until it was 2026 again. A pin resolved for one target is not the
+    submission's: a new Python or date drops it; declared pins stay."""
+    from pyrepro import lockplan, relax
+    from pyrepro.generate import dependencies
+    from pyrepro.init import init_model
+    from pyrepro.registry import parse_model
+
+    monkeypatch.setenv("PYREPRO_CACHE", str(tmp_path / "cache"))
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "run.py").write_text("import numpy\nimport wandb\n")
+    (sub / "requirements.txt").write_text("numpy==1.23.5\nwandb\n")
+    init_model(sub, name="sub", models_dir=tmp_path / "models", online=False, cache=tmp_path / "cache")
+    spec = parse_model(tmp_path / "models" / "sub" / "model.toml")
+    reqs = tuple(dependencies(spec))
+    step = relax.Step(lockplan.GUIDED_RULE, "wandb", "wandb", "wandb==0.22.3", "uv's resolver found it",
+                      tuple(sorted(r if r != "wandb" else "wandb==0.22.3" for r in reqs)))
+    req = lock.LockRequest.from_spec(spec)
+    lock.persist_to_model_toml(req, [step])
+    assert "wandb==0.22.3" in dependencies(parse_model(spec.path))
+    lock.persist_era(req, "2023-10-06", "rule era-of-failing-sdist")
+    assert sorted(dependencies(parse_model(spec.path))) == ["numpy==1.23.5", "wandb"]
+    lock.persist_to_model_toml(req, [step])
+    lock.persist_python(req, "3.9", "rule sdist-to-older-python")
+    assert sorted(dependencies(parse_model(spec.path))) == ["numpy==1.23.5", "wandb"]
+    assert "wandb" in (tmp_path / "models" / "sub" / "pyproject.toml").read_text()
+
+
+def test_relax__widen_conflict__origins_that_admit_our_pin_come_last() -> None:
+    """deep-drug-coder (corpus5 dev): numpy==1.16.5 (ours) against rdkit-pypi's numpy==1.20. Six
+    declared pins whose numpy requirement admits 1.16.5 (seaborn's numpy>=1.9.3) were widened one
+    by one before the cause, and the eight steps ran out. The origin that excludes our pin goes
+    first; the harmless ones after everything else."""
+    from pyrepro import relax
+
+    msg = ("ERROR: Unable to find a resolution for numpy\nbecause of the following conflicts:\n"
+           "  numpy<2.0,>=1.16.0 (from tensorflow-gpu@2.0.0)\n  numpy==1.16.5 (from project)\n"
+           "  numpy==1.20 (from rdkit-pypi@2020.9.5.2)\n  numpy>=1.9.3 (from seaborn@0.9.0)\n"
+           "  numpy>=1.13.3 (from scipy@1.3.1)\n")
+    reqs = ("numpy==1.16.5", "rdkit-pypi==2020.9.5.2", "scipy==1.3.1", "seaborn==0.9.0", "tensorflow-gpu==2.0.0")
+    facts = relax.Facts(imported=frozenset({"numpy", "rdkit-pypi", "tensorflow-gpu"}))
+    order = []
+    cur = reqs
+    for _ in range(3):
+        step = relax.relax(msg, cur, facts)
+        assert step is not None
+        order.append(step.package)
+        cur = step.requirements
+    # before: seaborn and scipy (never imported) went first; now our pin, then the cause
+    assert order == ["numpy", "rdkit-pypi", "numpy"]  # scipy and seaborn never widened
+    # with our pin exact, an imported cause goes before never-imported harmless origins
+    step = relax.relax(msg, ("numpy==1.16.5", "rdkit-pypi==2020.9.5.2", "seaborn==0.9.0"),
+                       relax.Facts(imported=frozenset({"rdkit-pypi"})))
+    assert step is not None and step.package in ("numpy", "rdkit-pypi")

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from pyrepro import lock, lockplan, relax
 from pyrepro.proc import Completed
-from tests.fakes import FakeRunner
+from pyrepro.uvtool import Guide
+from tests.fakes import FakeRunner, answer_uv_compile
 from tests.test_lock import GOOD_LOCK
 
 MSG = Path(__file__).parent / "data" / "resolver_messages"
@@ -134,20 +135,63 @@ def test_plan__date_bound_hides_the_pin__bound_moves_once_then_rules() -> None:
     assert sit.relax_bound == "2023-06-02"
 
 
-def test_plan__timeout_alone__gives_up_with_reason() -> None:
+def test_plan__timeout_alone__asks_uv_then_gives_up_with_both_reasons() -> None:
     sit = lockplan.start(("six",), first="relaxed")
     m = lockplan.next_move(sit)
     sit = sit.after(m, _fail(m, "timed out after 900 s"))  # type: ignore[arg-type]
+    ask = lockplan.next_move(sit)
+    assert isinstance(ask, lockplan.LookUp) and ask.guide == ("six",)
+    sit = sit.learn(guides={("six",): Guide((), "x No solution found when resolving dependencies")})
     g = lockplan.next_move(sit)
-    assert isinstance(g, lockplan.GiveUp) and "timed out" in g.reason
+    assert isinstance(g, lockplan.GiveUp) and "timed out" in g.reason and "No solution found" in g.reason
 
 
-def test_plan__no_rule_applies__gives_up_naming_the_problem() -> None:
+def test_plan__timeout__uv_resolution_pins_the_unpinned_once_uncounted() -> None:
+    reqs = ("chgnet", "numpy==1.23.5", "torch>=2", "pandas; python_version < '3.12'", "scikit-learn[alldeps]")
+    sit = lockplan.start(reqs, era_bound="2024-01-30")
+    for text in ("timed out after 95 s", "timed out after 285 s"):  # as-declared, date-bounded
+        m = lockplan.next_move(sit)
+        assert isinstance(m, lockplan.Try)
+        sit = sit.after(m, _fail(m, text))
+    ask = lockplan.next_move(sit)
+    assert isinstance(ask, lockplan.LookUp) and ask.guide == reqs
+    guide = Guide((("chgnet", "0.3.1"), ("numpy", "1.23.5"), ("pandas", "2.2.0"), ("scikit-learn", "1.4.0"),
+                   ("torch", "2.1.2")))
+    sit = sit.learn(guides={reqs: guide})
+    t = lockplan.next_move(sit)
+    assert isinstance(t, lockplan.Try) and t.bound == "2024-01-30"
+    # the exact pin stays, the marked requirement stays, extras are kept
+    assert t.requirements == ("chgnet==0.3.1", "numpy==1.23.5", "torch==2.1.2", "pandas; python_version < '3.12'",
+                              "scikit-learn[alldeps]==1.4.0")
+    assert {p.rule for p in (*t.pins, t.step)} == {lockplan.GUIDED_RULE} and len(t.pins) == 2
+    assert "timed out after 285 s" in t.step.trigger and "uv's resolver" in t.step.reason  # type: ignore[union-attr]
+    sit = sit.after(t, _fail(t, "timed out after 285 s"))
+    assert len(sit.steps) == 3  # three steps, none counted toward MAX_STEPS
+    g = lockplan.next_move(sit)  # guided once: a second timeout ends it
+    assert isinstance(g, lockplan.GiveUp) and "after pinning a resolution uv found" in g.reason
+
+
+def test_plan__no_rule_applies__asks_uv_and_gives_up_naming_the_problem() -> None:
     sit = lockplan.start(("six",), first="relaxed")
     m = lockplan.next_move(sit)
     sit = sit.after(m, _fail(m, "ERROR: the moon is in the wrong phase"))  # type: ignore[arg-type]
+    ask = lockplan.next_move(sit)
+    assert isinstance(ask, lockplan.LookUp) and ask.guide == ("six",)
+    sit = sit.learn(guides={("six",): Guide((("six", "1.16.0"),))})
+    t = lockplan.next_move(sit)
+    assert isinstance(t, lockplan.Try) and t.requirements == ("six==1.16.0",)
+    sit = sit.after(t, _fail(t, "ERROR: the moon is in the wrong phase"))  # type: ignore[arg-type]
     g = lockplan.next_move(sit)
     assert isinstance(g, lockplan.GiveUp) and "no relaxation rule applies" in g.reason
+
+
+def test_plan__uv_agrees_but_all_pinned__gives_up_saying_so() -> None:
+    sit = lockplan.start(("six==1.16.0",), first="relaxed")
+    m = lockplan.next_move(sit)
+    sit = sit.after(m, _fail(m, "timed out after 900 s"))  # type: ignore[arg-type]
+    sit = sit.learn(guides={("six==1.16.0",): Guide((("six", "1.16.0"),))})
+    g = lockplan.next_move(sit)
+    assert isinstance(g, lockplan.GiveUp) and "pinned already" in g.reason
 
 
 _TEXTS = [p.read_text() for p in sorted((MSG / "pdm").glob("*.txt"))] + \
@@ -171,8 +215,11 @@ def test_plan__any_failures__ends_and_never_repeats_an_attempt(reqs: list[str], 
         if isinstance(move, lockplan.GiveUp):
             break
         if isinstance(move, lockplan.LookUp):
+            guide = None if move.guide is None else (
+                Guide((), "no solution") if n % 2 else Guide(tuple((relax.req_name(r), "1.0.2") for r in move.guide)))
             sit = sit.learn(versions={v: ("0.2", "1.0.2", "1.12.1", "2.0.0") for v in move.versions},
-                            uploaded={u: dt.date(2022, 1, 1) for u in move.uploads})
+                            uploaded={u: dt.date(2022, 1, 1) for u in move.uploads},
+                            guides=None if guide is None else {move.guide: guide})
             continue
         assert isinstance(move, lockplan.Try)
         key = (move.strategy, move.requirements, move.bound)
@@ -181,7 +228,7 @@ def test_plan__any_failures__ends_and_never_repeats_an_attempt(reqs: list[str], 
         sit = sit.after(move, _fail(move, texts[n % len(texts)]))
     else:
         raise AssertionError("the planner did not end")
-    assert len(sit.steps) <= lockplan.MAX_STEPS
+    assert len([st for st in sit.steps if st.rule not in lockplan.UNCOUNTED_RULES]) <= lockplan.MAX_STEPS
 
 
 # --------------------------------------------------------------------------- the driver
@@ -205,6 +252,7 @@ def _fake_pdm_until(ok_when: str) -> tuple[FakeRunner, list[tuple[str, ...]]]:
 
     r = FakeRunner()
     r.on(lock.pdm_command(), pdm)
+    answer_uv_compile(r)
     return r, tried
 
 
@@ -298,3 +346,16 @@ def test_plan__names_the_index_lacks__dropped_without_spending_the_step_limit() 
     assert isinstance(m, lockplan.Try) and m.requirements == ("numpy==1.0",)
     assert m.step is not None and m.step.rule == "not-on-index"
     assert [st.rule for st in sit.steps] == ["not-on-index"] * (len(libs) - 1)  # more than MAX_STEPS
+
+
+def test_plan__a_renamed_distribution_stays_as_central_as_the_imported_name() -> None:
+    """deep-drug-coder (corpus5 dev): rdkit became rdkit-pypi by rule former-name; the code imports
+    rdkit, so rdkit-pypi must count as imported when widen-conflict chooses the less central pin."""
+    sit = lockplan.start(("rdkit==2018.09.1.0", "seaborn==0.9.0"), first="relaxed", imported=frozenset({"rdkit"}))
+    m = lockplan.next_move(sit)
+    assert isinstance(m, lockplan.Try)
+    step = relax.Step("former-name", "rdkit", "rdkit==2018.09.1.0", "rdkit-pypi==2018.09.1.0", "renamed",
+                      ("rdkit-pypi==2018.09.1.0", "seaborn==0.9.0"))
+    t = lockplan.Try("relaxed", step.requirements, None, step=step)
+    sit = sit.after(m, _fail(m, "timed out after 1 s")).after(t, _fail(t, "timed out after 1 s"))
+    assert sit.facts.central("rdkit-pypi") and not sit.facts.central("seaborn")

@@ -138,6 +138,27 @@ def test_init__full_conda_export__only_pins_of_imported_packages_kept(write_file
     assert doc["python"] == "3.10"
 
 
+def test_init__conda_list_export_as_requirements_txt__read_like_an_env_export(write_files: Write,
+                                                                               tmp_path: Path) -> None:
+    """grover (corpus5 dev): `conda list --export` saved as requirements.txt (name=version=build).
+    conda's system libraries (boost, readline) had become PyPI's unrelated `boost` 0.1, whose sdist
+    moved the Python, and the `python=3.6.8` line was not read: the Python fell to the newest."""
+    lines = [f"lib{i}pkg=1.{i}=h{i}abc_0" for i in range(10)]
+    req = "\n".join(["# platform: linux-64", "boost=1.68.0=py36h8619c78_1001", "readline=7.0=h7b6447c_5",
+                     "numpy=1.16.4=py36h7e9f1db_0", "python=3.6.8=h0371630_0", "tqdm=4.32.1=py_0", *lines, ""])
+    root = write_files({"sub/requirements.txt": req, "sub/run.py": "import numpy\n"})
+    doc = _init(root / "sub", tmp_path / "models")
+    deps = doc["dependencies"]
+    assert {*deps["scanned"], *deps["extra"], *_pins(doc)} == {"numpy"}
+    assert _pins(doc)["numpy"][0] == "==1.16.4" and doc["python"] == "3.6"
+    ms = metadata.parse_requirements_txt(req, "requirements.txt")
+    assert any("not a Python distribution" in m and "boost" in m for _p, _l, m in ms.warnings)
+    assert any("conda list --export" in m for _p, _l, m in ms.warnings)
+    # a short list in conda form is no export: every entry stays declared
+    ms = metadata.parse_requirements_txt("numpy=1.16.4=py36h7e9f1db_0\ntqdm=4.32.1=py_0\n", "requirements.txt")
+    assert {d.name for d in ms.declared} == {"numpy", "tqdm"} and all(d.doc is None for d in ms.declared)
+
+
 def test_environment_yml__a_few_build_strings__not_an_export() -> None:
     yml = "dependencies:\n  - numpy=1.22.4=py310h4ef5377_0\n  - scipy=1.9\n  - pip:\n    - wandb==0.15.0\n"
     ms = metadata.parse_environment_yml(yml, "environment.yml")

@@ -15,7 +15,7 @@ from pyrepro import lock, reproduce
 from pyrepro.cli import main
 from pyrepro.paths import Paths
 from pyrepro.proc import Completed
-from tests.fakes import FakeRunner, json_result
+from tests.fakes import FakeRunner, answer_uv_compile, json_result
 
 Write = Callable[..., Path]
 
@@ -63,11 +63,13 @@ def test_reproduce__unresolvable__category_4_with_resolver_message(project: Path
     runner.on(lock.pdm_command(), pdm)
     runner.on([lock.sys.executable, "-c"], "")
     runner.on([lock.sys.executable, "-m", "pip", "index"], "numpy (1.26.4)\nAvailable versions: 1.26.4, 0.9.8\n")
+    answer_uv_compile(runner)  # the second resolver finds nothing either
     res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=False,
                               runner=runner)
     lock_stage = next(s for s in res.stages if s.name == "lock")
     assert lock_stage.status == "failed" and lock_stage.category == 4
     assert res.stopped_at is lock_stage and "numpy" in lock_stage.detail
+    assert "uv's resolver found no resolution either" in lock_stage.detail
     assert lock_stage.next_step and "model.toml" in lock_stage.next_step
     assert [s.status for s in res.stages[2:]] == ["skipped", "skipped", "skipped"]
 

@@ -43,6 +43,7 @@ from pyrepro.errors import (
 from pyrepro.interpreters import find_python, first_patch, version_key
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner
+from pyrepro.uvtool import uv_binary  # noqa: F401  (re-exported)
 from pyrepro.progress import NULL_PROGRESS, Progress, output_detail, release_of
 from pyrepro.registry import ModelSpec
 
@@ -331,9 +332,13 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                     progress.advance(label, 0, "build tools for the build without isolation: " + " ".join(tools))
                     no_isolation = {"tools": tools, "ok": done.returncode == 0}
                 def install(*extra: str, flags: list[str] = flags, req: Path = req, group: list[Locked] = group) -> Any:
+                    run_env = iso_env if group is sdists and not flags else env
+                    if group is sdists and len(group) > 1 and build_jobs() > 1:
+                        return build_sdists_in_parallel(tmp / "bin" / "python", group, flags, run_env, runner,
+                                                        progress, label)
                     return runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes",
                                    "--no-deps", "--progress-bar=off", *flags, *extra, "-r", str(req)],
-                                  env=iso_env if group is sdists and not flags else env, check=False, timeout=7200,
+                                  env=run_env, check=False, timeout=7200,
                                   on_line=output_detail(progress, label, pip_detail))
 
                 res = None
@@ -408,21 +413,52 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
 UV_OLDEST = "3.8"
 
 
-def uv_binary() -> str | None:
-    """The uv executable that installs the wheels of a lock, or None (then pip does).
-    ``PYREPRO_INSTALLER=pip`` chooses pip; ``PYREPRO_UV`` names a uv binary; else the ``uv``
-    distribution installed beside pyrepro, else ``uv`` on PATH."""
-    if os.environ.get("PYREPRO_INSTALLER", "").strip().lower() == "pip":
-        return None
-    given = os.environ.get("PYREPRO_UV")
-    if given:
-        return given
-    try:
-        from uv import find_uv_bin  # type: ignore[import-not-found]
+def build_jobs() -> int:
+    """How many sdists are built at once: ``PYREPRO_BUILD_JOBS``, else the machine's cores (at most 4).
+    A torch extension's setup.py compiles its files one after another (torch-scatter turns ninja
+    off), so two sdists built side by side take about the time of the longer one."""
+    given = os.environ.get("PYREPRO_BUILD_JOBS", "").strip()
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    return max(1, min(4, os.cpu_count() or 1))
 
-        return str(find_uv_bin())
-    except (ImportError, FileNotFoundError):
-        return shutil.which("uv")
+
+def build_sdists_in_parallel(python: Path, group: list[Locked], flags: list[str], env: dict[str, str],
+                             runner: Runner, progress: Progress, label: str) -> Any:
+    """Build each sdist of ``group`` into a wheel (``pip wheel``, hash-checked, ``flags`` as the
+    install would use), ``build_jobs()`` at a time, then install the wheels (built here from the
+    checked sdists) without asking the index. One result, as one pip install's: the return code is
+    nonzero when any build or the install failed, and the output holds every build's (pip's "Failed
+    to build NAME" lines name the sdists that failed)."""
+    import concurrent.futures
+
+    from pyrepro.proc import Completed
+
+    with tempfile.TemporaryDirectory(prefix="pyrepro-sdist-wheels-") as tmpdir:
+        work = Path(tmpdir)
+        out_dir = work / "wheels"
+        out_dir.mkdir()
+
+        def build(p: Locked) -> Any:
+            req = work / f"{p.name}.txt"
+            req.write_text(requirements_text([p]), encoding="utf-8")
+            progress.advance(label, 0, f"building {p.name} {p.version} from its sdist")
+            return runner([str(python), "-m", "pip", "wheel", "--require-hashes", "--no-deps", "--progress-bar=off",
+                           *flags, "-w", str(out_dir), "-r", str(req)], env=env, check=False, timeout=7200,
+                          on_line=output_detail(progress, label, pip_detail))
+
+        with concurrent.futures.ThreadPoolExecutor(min(build_jobs(), len(group))) as pool:
+            results = list(pool.map(build, sorted(group, key=lambda p: p.name)))
+        stdout = "\n".join(r.stdout or "" for r in results)
+        stderr = "\n".join(r.stderr or "" for r in results)
+        failed = [r for r in results if r.returncode != 0]
+        argv = (str(python), "-m", "pip", "wheel", *(p.name for p in group))
+        if failed:
+            return Completed(argv, failed[0].returncode, stdout, stderr)
+        wheels = sorted(str(w) for w in out_dir.glob("*.whl"))
+        done = runner([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--progress-bar=off", *wheels],
+                      env=env, check=False, timeout=1800, on_line=output_detail(progress, label, pip_detail))
+        return Completed(argv, done.returncode, f"{stdout}\n{done.stdout or ''}", f"{stderr}\n{done.stderr or ''}")
 
 
 def uv_cache(paths: Paths) -> Path:

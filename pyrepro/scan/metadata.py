@@ -875,27 +875,51 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
                          f"{'are' if len(names) > 1 else 'is'} not a Python distribution (system libraries, "
                          f"compilers, build tools; the name table's [conda_system] says why each): "
                          f"{', '.join(names[:12])}{', ...' if len(names) > 12 else ''}; not read"))
-    built = sum(1 for n, k in conda_items if k)
-    if built >= EXPORT_MIN_BUILDS and 2 * built >= len(conda_items):
-        # `conda env export`: every package conda resolved, with its build string. Those the code
-        # does not import are conda's resolution, not the authors' choices: weak, like a README's
-        first = conda_items[0][0]
-        warnings.append((path, first, f"a full `conda env export` ({built} of {len(conda_items)} conda entries carry "
-                                      "build strings): only the pins of packages the code imports are kept; the "
-                                      "rest are conda's own resolution (the lock resolves them anew)"))
-        out = [dataclasses.replace(d, doc=d.line) for d in out]
-    return MetaScan(tuple(out), tuple(warnings))
+    return MetaScan(tuple(_as_export(out, conda_items, path, warnings, "conda env export")), tuple(warnings))
+
+
+_CONDA_BUILT = re.compile(r"[^=\s]+=[^=\s]+=[^=\s]+")  # name=version=build
+
+
+def _as_export(out: list[Declared], conda_items: list[tuple[int, bool]], path: str, warnings: Warnings,
+               what: str) -> list[Declared]:
+    """A full conda export (``conda env export``, ``conda list --export``): EXPORT_MIN_BUILDS or more
+    entries, at least half with build strings. Every package conda resolved is there; those the
+    code does not import are conda's resolution, not the authors' choices: weak, like a README's."""
+    built = sum(1 for _n, k in conda_items if k)
+    if built < EXPORT_MIN_BUILDS or 2 * built < len(conda_items):
+        return out
+    warnings.append((path, conda_items[0][0], f"a full `{what}` ({built} of {len(conda_items)} conda entries carry "
+                                              "build strings): only the pins of packages the code imports are "
+                                              "kept; the rest are conda's own resolution (the lock resolves them "
+                                              "anew)"))
+    return [dataclasses.replace(d, doc=d.line) for d in out]
 
 
 def parse_requirements_txt(text: str, path: str) -> MetaScan:
     warnings: list[tuple[str, int | None, str]] = []
-    out = []
+    out: list[Declared] = []
+    conda_items: list[tuple[int, bool]] = []
+    system: list[tuple[int, str]] = []
     for n, raw in enumerate(text.splitlines(), 1):
         s = raw.split(" #", 1)[0].strip()
         if not s or s.startswith("#"):
             continue
+        if _CONDA_BUILT.fullmatch(s):  # `conda list --export`: name=version=build
+            conda_items.append((n, True))
+            name = s.split("=", 1)[0]
+            if conda_system_reason(name) is not None:
+                if name.lower() not in ("python", "pip"):
+                    system.append((n, name))
+                continue
         out.extend(_conda(d) for d in _items(s, path, n, warnings))
-    return MetaScan(tuple(out), tuple(warnings))
+    if system:
+        names = [nm for _n, nm in system]
+        warnings.append((path, system[0][0], f"{len(names)} conda package{'s' if len(names) > 1 else ''} "
+                         f"{'are' if len(names) > 1 else 'is'} not a Python distribution (the name table's "
+                         f"[conda_system] says why each): {', '.join(names[:12])}{', ...' if len(names) > 12 else ''}"
+                         "; not read"))
+    return MetaScan(tuple(_as_export(out, conda_items, path, warnings, "conda list --export")), tuple(warnings))
 
 
 def _dev_file(path: str) -> str | None:

@@ -1,0 +1,147 @@
+"""uv, the second tool beside pdm: it installs locked wheels (``pyrepro.backends.local``) and, when
+pdm's resolver runs out of time or reports a conflict no relaxation rule reads, it resolves the
+same requirement set once more, for the same target (Python, linux x86_64, date bound), to guide
+pdm (``pyrepro.lockplan``'s ``resolver-guided`` step).
+
+uv never writes the lock: pdm still locks, with hashes, for every target, from requirements that
+uv's versions pinned. uv's own resolution is an answer to "is there one at all, and which", read
+from ``uv pip compile``'s output.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyrepro.errors import ExternalToolError, MissingToolError
+from pyrepro.proc import Runner
+
+#: The platform uv resolves for: the lock's first target (pyrepro.pdmrun.PLATFORMS).
+UV_PLATFORM = "x86_64-manylinux_2_28"
+#: Seconds the guiding resolution may take (uv resolves in seconds what pdm backtracked on for minutes).
+UV_RESOLVE_TIMEOUT = 180.0
+
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;#]+)")
+
+
+def uv_executable() -> str | None:
+    """The uv executable, or None: ``PYREPRO_UV`` names one; else the ``uv`` distribution installed
+    beside pyrepro, else ``uv`` on PATH."""
+    given = os.environ.get("PYREPRO_UV")
+    if given:
+        return given
+    try:
+        from uv import find_uv_bin  # type: ignore[import-not-found]
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        return shutil.which("uv")
+
+
+def uv_binary() -> str | None:
+    """The uv executable that installs the wheels of a lock, or None (then pip does):
+    ``PYREPRO_INSTALLER=pip`` chooses pip."""
+    if os.environ.get("PYREPRO_INSTALLER", "").strip().lower() == "pip":
+        return None
+    return uv_executable()
+
+
+@dataclass(frozen=True)
+class Guide:
+    """uv's answer for one requirement set: the version of every package of a resolution, or why
+    there is none."""
+
+    versions: tuple[tuple[str, str], ...]  # (canonical name, version), sorted
+    error: str = ""  # uv's own words when it found no resolution or did not run
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.versions) and not self.error
+
+    def version(self, name: str) -> str | None:
+        from packaging.utils import canonicalize_name
+
+        key = canonicalize_name(name)
+        return next((v for n, v in self.versions if n == key), None)
+
+
+def parse_compiled(text: str) -> tuple[tuple[str, str], ...]:
+    """(canonical name, version) of every ``name==version`` line of ``uv pip compile`` output."""
+    from packaging.utils import canonicalize_name
+
+    out = {}
+    for line in text.splitlines():
+        m = _PIN.match(line.strip())
+        if m:
+            out[canonicalize_name(m.group(1))] = m.group(2)
+    return tuple(sorted(out.items()))
+
+
+_FAILED_BUILD = re.compile(r"Failed to build `([A-Za-z0-9][A-Za-z0-9._-]*)(?:==[^`]*)?`")
+#: Requirements left out of uv's input, one per retry, when uv cannot build their sdist's metadata
+#: (torch-scatter's setup.py imports torch, which its build requirements do not name).
+UV_BUILD_RETRIES = 3
+
+
+def guide(requirements: Sequence[str], python: str, bound: str | None, *, runner: Runner,
+          cache: Path, uv: str | None = None, timeout: float = UV_RESOLVE_TIMEOUT) -> Guide:
+    """Resolve ``requirements`` with uv for CPython ``python`` on linux x86_64, with nothing
+    uploaded on or after ``bound`` (pdm's ``--exclude-newer`` day: uv reads a bare date as the end
+    of that day, so the bound is given as its first instant). A direct requirement whose sdist uv
+    cannot build (for its metadata) is left out and the rest resolved again, so the guide pins the
+    others (the left-out one stays as declared). Never raises for a failed resolution: the Guide
+    says why."""
+    from packaging.utils import canonicalize_name
+
+    uv = uv or uv_executable()
+    if uv is None:
+        return Guide((), "uv is not installed (pip install uv, or set PYREPRO_UV)")
+    reqs = list(requirements)
+    for _ in range(UV_BUILD_RETRIES + 1):
+        text, code, out = _compile(uv, reqs, python, bound, runner=runner, cache=cache, timeout=timeout)
+        if code == 0:
+            versions = parse_compiled(out)
+            return Guide(versions) if versions else Guide((), "uv pip compile printed no resolution")
+        m = _FAILED_BUILD.search(text)
+        left = [r for r in reqs if m and _name(r) == canonicalize_name(m.group(1))]
+        if not left:
+            break
+        reqs = [r for r in reqs if r not in left]
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return Guide((), "\n".join(lines[-8:]) or f"uv pip compile exited {code}")
+
+
+def _name(req: str) -> str:
+    from packaging.utils import canonicalize_name
+
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+    return canonicalize_name(m.group(1)) if m else ""
+
+
+def _compile(uv: str, reqs: Sequence[str], python: str, bound: str | None, *, runner: Runner, cache: Path,
+             timeout: float) -> tuple[str, int, str]:
+    """One ``uv pip compile``: (its error text, exit status, its output)."""
+    with tempfile.TemporaryDirectory(prefix="pyrepro-uv-guide-") as tmp:
+        req_in = Path(tmp) / "requirements.in"
+        req_in.write_text("".join(f"{r}\n" for r in reqs), encoding="utf-8")
+        argv = [uv, "pip", "compile", str(req_in), "--python-version", python, "--python-platform", UV_PLATFORM,
+                "--no-annotate", "--no-header", "--quiet", "--no-config"]
+        if bound:
+            argv += ["--exclude-newer", f"{bound}T00:00:00Z"]
+        index = os.environ.get("PIP_INDEX_URL") or os.environ.get("PDM_PYPI_URL")
+        if index:
+            argv += ["--index-url", index]
+        env = {**os.environ, "UV_CACHE_DIR": str(cache), "UV_NO_PROGRESS": "1", "UV_PYTHON_DOWNLOADS": "never"}
+        try:
+            done = runner(argv, env=env, check=False, timeout=timeout)
+        except (ExternalToolError, MissingToolError) as exc:  # a timeout or a missing binary: said why
+            return f"uv pip compile did not finish: {exc}", -1, ""
+    return (done.stderr or done.stdout or ""), done.returncode, done.stdout
+
+
+__all__ = ["Guide", "UV_PLATFORM", "guide", "parse_compiled", "uv_binary", "uv_executable"]

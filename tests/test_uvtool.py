@@ -1,0 +1,56 @@
+"""pyrepro.uvtool: uv's guiding resolution (read from `uv pip compile`), through a fake runner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pyrepro import uvtool
+from pyrepro.proc import Completed
+from tests.fakes import NO_UV_RESOLUTION, FakeRunner, answer_uv_compile
+
+_NAME = st.from_regex(r"[A-Za-z][A-Za-z0-9._-]{0,12}[A-Za-z0-9]", fullmatch=True)
+_VER = st.from_regex(r"[0-9]{1,3}(\.[0-9]{1,3}){0,3}", fullmatch=True)
+
+
+@given(st.lists(st.tuples(_NAME, _VER), min_size=1, max_size=8))
+def test_parse_compiled__every_pin_line_read_comments_and_markers_ignored(pins: list[tuple[str, str]]) -> None:
+    from packaging.utils import canonicalize_name
+
+    text = "".join(f"{n}=={v} ; sys_platform == 'linux'\n    # via -r requirements.in\n" for n, v in pins)
+    got = dict(uvtool.parse_compiled("# header\n" + text))
+    assert got == {canonicalize_name(n): v for n, v in dict((canonicalize_name(n), (n, v)) for n, v in pins).values()}
+
+
+def test_guide__bound_is_the_first_instant_of_the_day_and_versions_read(tmp_path: Path) -> None:
+    r = answer_uv_compile(FakeRunner(), stdout="numpy==1.23.5\nSix==1.16.0\n", returncode=0, stderr="")
+    g = uvtool.guide(["numpy", "six"], "3.8", "2024-01-30", runner=r, cache=tmp_path)
+    assert g.ok and g.version("six") == "1.16.0" and g.version("NumPy") == "1.23.5"
+    argv = r.calls[0][0]
+    assert argv[argv.index("--exclude-newer") + 1] == "2024-01-30T00:00:00Z"
+    assert argv[argv.index("--python-platform") + 1] == uvtool.UV_PLATFORM
+    assert r.calls[0][2] is not None and r.calls[0][2]["UV_CACHE_DIR"] == str(tmp_path)
+
+
+def test_guide__no_resolution_or_no_uv__a_guide_that_says_why(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    g = uvtool.guide(["six"], "3.8", None, runner=answer_uv_compile(FakeRunner()), cache=tmp_path)
+    assert not g.ok and "No solution found" in g.error and g.error.strip() in NO_UV_RESOLUTION.strip()
+    monkeypatch.setattr(uvtool, "uv_executable", lambda: None)
+    g = uvtool.guide(["six"], "3.8", None, runner=FakeRunner(), cache=tmp_path)
+    assert not g.ok and "uv is not installed" in g.error
+
+
+def test_guide__an_sdist_uv_cannot_build_is_left_out_at_most_three_times(tmp_path: Path) -> None:
+    seen: list[list[str]] = []
+
+    def uv(argv, cwd, env):  # type: ignore[no-untyped-def]
+        reqs = Path(argv[3]).read_text().split()
+        seen.append(reqs)
+        return Completed(tuple(argv), 1, "", f"error: Failed to build `{reqs[-1]}==1.0`\n  cause: no torch\n")
+
+    r = FakeRunner().on((uvtool.uv_executable() or "uv", "pip", "compile"), uv)
+    g = uvtool.guide(["a", "b", "c", "d", "e"], "3.9", None, runner=r, cache=tmp_path)
+    assert seen == [["a", "b", "c", "d", "e"], ["a", "b", "c", "d"], ["a", "b", "c"], ["a", "b"]]
+    assert not g.ok and "Failed to build `b==1.0`" in g.error

@@ -283,5 +283,20 @@ def _guided(s: Situation, why: str) -> Move:
     return Try("relaxed", pins[-1].requirements, s.relax_bound, step=pins[-1], pins=pins[:-1])
 
 
-__all__ = ["GUIDED_RULE", "MAX_STEPS", "STRATEGIES", "GiveUp", "direct_not_found", "Locked", "LookUp", "Move", "Situation", "Tried", "Try",
-           "guided_pins", "later_bound", "next_move", "start"]
+__all__ = [
+    "GUIDED_RULE",
+    "MAX_STEPS",
+    "STRATEGIES",
+    "GiveUp",
+    "Locked",
+    "LookUp",
+    "Move",
+    "Situation",
+    "Tried",
+    "Try",
+    "direct_not_found",
+    "guided_pins",
+    "later_bound",
+    "next_move",
+    "start",
+]

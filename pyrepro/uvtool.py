@@ -144,4 +144,4 @@ def _compile(uv: str, reqs: Sequence[str], python: str, bound: str | None, *, ru
     return (done.stderr or done.stdout or ""), done.returncode, done.stdout
 
 
-__all__ = ["Guide", "UV_PLATFORM", "guide", "parse_compiled", "uv_binary", "uv_executable"]
+__all__ = ["UV_PLATFORM", "Guide", "guide", "parse_compiled", "uv_binary", "uv_executable"]

@@ -265,7 +265,9 @@ def guided_pins(reqs: Sequence[str], guide: Guide, why: str) -> tuple[relax.Step
 def _guided(s: Situation, why: str) -> Move:
     """The move when relaxation has nothing to act on (``why``): ask uv once, then pin its answer."""
     reqs = s.requirements
-    if not reqs or any(st.rule == GUIDED_RULE for st in s.steps):
+    if not reqs:
+        return GiveUp(why)
+    if any(st.rule == GUIDED_RULE for st in s.steps):
         return GiveUp(f"{why} (after pinning a resolution uv found)")
     guide = s.guides.get(reqs)
     if guide is None:

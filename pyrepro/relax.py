@@ -480,6 +480,14 @@ def _origin(conflict_line: str) -> str:
     return req_name(re.split(r"[@ ]", who, maxsplit=1)[0])
 
 
+def _version_ok(v: str) -> bool:
+    try:
+        Version(v)
+        return True
+    except InvalidVersion:
+        return False
+
+
 def _anchor(req: str) -> str | None:
     """The version a requirement stands on: an exact pin's, else its floor (``>=``, ``~=``, ``>``)."""
     v = pinned_version(req)
@@ -519,13 +527,25 @@ def rule_widen_conflict(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step
     # an origin whose constraint admits our own pin of the conflicting package (its version, or a
     # range's floor) is no cause of the conflict (seaborn's numpy>=1.9.3 beside numpy==1.16.5 and
     # rdkit-pypi's numpy==1.20): the origins that exclude it are widened first
+    # With no pin of ours to test against, an origin asking only for a lower bound at or below every
+    # other constraint's ceiling (seaborn's numpy>=1.9.3 beside rdkit-pypi's numpy==1.20 and
+    # tensorflow's numpy<2.0) cannot be the cause either.
     ours = next((v for i in find(reqs, p.package) if (v := _anchor(reqs[i])) is not None), None)
+    said = {o: [r.split(" (from ")[0] for r in p.requirements if _origin(r) == o] for o in origins}
 
     def harmless(origin: str) -> bool:
-        if ours is None:
+        specs = [sp for x in said.get(origin) or [] if (sp := _parse(x)) is not None]
+        if not specs:
             return False
-        specs = [_parse(r.split(" (from ")[0]) for r in p.requirements if _origin(r) == origin]
-        return bool(specs) and all(sp is not None and sp.specifier.contains(ours, prereleases=True) for sp in specs)
+        if ours is not None:
+            return all(sp.specifier.contains(ours, prereleases=True) for sp in specs)
+        if not all(op.operator in (">=", ">") for sp in specs for op in sp.specifier):
+            return False
+        ceilings = [Version(op.version) for o, xs in said.items() if o != origin for x in xs
+                    if (sp := _parse(x)) is not None for op in sp.specifier
+                    if op.operator in ("==", "===", "<", "<=", "~=") and _version_ok(op.version)]
+        mine = [Version(op.version) for sp in specs for op in sp.specifier if _version_ok(op.version)]
+        return bool(mine) and all(max(mine) <= c for c in ceilings)
 
     candidates: list[tuple[bool, bool, int, bool, str, int]] = []
     for name in names | origins:

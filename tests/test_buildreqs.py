@@ -188,6 +188,24 @@ def test_build_env__undated_model__sdist_build_bounded_by_the_sdists_own_upload_
     assert any("cython" in n for n in info["build_requirements"]["notes"])
 
 
+def test_build_bound__sdist_newer_than_the_submission__its_own_day_not_the_older_one(tmp_path: Path) -> None:
+    """solubility-posts (corpus5 dev): an as-declared lock (no date bound) held useful-rdkit-utils'
+    2024 sdist, and the model's 2021 date gave it the setuptools of 2021, which could not build it.
+    The bound is the later of the submission's day and the sdists' own newest upload day."""
+    root = tmp_path / "root"
+    shutil.copytree(SC / "models", root / "models")
+    mt = root / "models" / "mini" / "model.toml"
+    mt.write_text(mt.read_text().replace('gpu = "none"\n', 'gpu = "none"\nsubmitted = "2019-03-01"\n'))
+    lock = root / "models" / "mini" / "pdm.lock"
+    lock.write_text(lock.read_text() + SDIST_PKG)
+    paths = Paths(root=root, cache=tmp_path / "cache")
+    spec = load_registry(paths.models).get("mini")
+    idx, _ = _index(paths.cache)
+    sdists = [p for p in local.locked_packages(lock, "3.11", "linux-x86_64") if p.sdist_only]
+    assert local.build_bound(spec, sdists, idx) == dt.date(2020, 1, 2)  # tinycalc 0.3.0: 2020-01-01
+    assert local.build_bound(spec) == dt.date(2019, 3, 2)  # no sdists known: the submission's day
+
+
 @pytest.mark.integration
 @pytest.mark.network
 def test_constraints__real_pypi__torch_scatter_built_with_setuptools_and_wheel_of_its_era(tmp_path: Path) -> None:

@@ -794,3 +794,24 @@ def test_relax__widen_conflict__origins_that_admit_our_pin_come_last() -> None:
     step = relax.relax(msg, ("numpy==1.16.5", "rdkit-pypi==2020.9.5.2", "seaborn==0.9.0"),
                        relax.Facts(imported=frozenset({"rdkit-pypi"})))
     assert step is not None and step.package in ("numpy", "rdkit-pypi")
+
+
+def test_relax__widen_conflict__unpinned_ours__lower_bounds_under_every_ceiling_come_last() -> None:
+    """deep-drug-coder, later: our numpy is unpinned, rdkit-pypi>=2020.9,<2021 still brings
+    numpy==1.20 (no release for 3.6); matplotlib's, pandas' and molsets' pins were widened next
+    until the limit. A lower bound at or below every other constraint's ceiling cannot cause it."""
+    from pyrepro import relax
+
+    msg = ("ERROR: Unable to find a resolution for numpy\nbecause of the following conflicts:\n"
+           "  numpy (from project)\n  numpy<2.0,>=1.16.0 (from tensorflow-gpu@2.0.0)\n"
+           "  numpy==1.20 (from rdkit-pypi@2020.9.5.2)\n  numpy>=1.9.3 (from seaborn@0.9.0)\n"
+           "  numpy>=1.3 (from matplotlib@3.1.1)\n")
+    reqs = ("matplotlib==3.1.1", "numpy", "rdkit-pypi>=2020.9,<2021", "seaborn==0.9.0", "tensorflow-gpu==2.0.0")
+    facts = relax.Facts(imported=frozenset({"numpy", "rdkit-pypi", "tensorflow-gpu"}))
+    order, cur = [], reqs
+    for _ in range(3):
+        step = relax.relax(msg, cur, facts)
+        assert step is not None
+        order.append(step.package)
+        cur = step.requirements
+    assert "rdkit-pypi" in order and not {"seaborn", "matplotlib"} & set(order), order

@@ -228,10 +228,10 @@ def pip_detail(line: str) -> str | None:
 
 def build_bound(spec: ModelSpec, sdists: list[Locked] | None = None, index: Any = None) -> dt.date | None:
     """The date sdists' build requirements are bounded by: the lock's own date bound when it has
-    one (``exclude_newer`` in lock.toml), else the day after the submission; with neither, the day
-    after the newest upload among the locked ``sdists`` (asked of ``index``): a sdist was made for
-    the build tools of its own day (torch-scatter 2.1.1's setup.py imports pkg_resources, which
-    setuptools no longer ships). None when unknown."""
+    one (``exclude_newer`` in lock.toml); else the later of the day after the submission and the
+    day after the newest upload among the locked ``sdists`` (asked of ``index``): a sdist was made
+    for the build tools of its own day (torch-scatter 2.1.1's setup.py imports pkg_resources, which
+    setuptools no longer ships), never older ones. None when unknown."""
     try:
         rec = lock.read_record(spec.dir) or {}
     except PyreproError:
@@ -241,19 +241,19 @@ def build_bound(spec: ModelSpec, sdists: list[Locked] | None = None, index: Any 
             return dt.date.fromisoformat(str(rec["exclude_newer"])[:10])
     except ValueError:
         pass
-    if spec.submitted:
-        return spec.submitted + dt.timedelta(days=1)
-    if not sdists or index is None:
-        return None
+    submitted = spec.submitted + dt.timedelta(days=1) if spec.submitted else None
     days = []
-    for p in sdists:
+    for p in (sdists or []) if index is not None else []:
         try:
             day = index.uploaded(p.name, p.version)
             if day:
-                days.append(dt.date.fromisoformat(str(day)[:10]))
+                days.append(dt.date.fromisoformat(str(day)[:10]) + dt.timedelta(days=1))
         except (ValueError, PyreproError):
             continue
-    return max(days) + dt.timedelta(days=1) if days else None
+    # a lock with no date bound may hold sdists newer than the submission (an as-declared lock
+    # takes the newest releases): a 2024 sdist is not built with the setuptools of 2021
+    # (useful-rdkit-utils, corpus5 dev)
+    return max([d for d in (submitted, *days) if d is not None], default=None)
 
 
 def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progress: Progress = NULL_PROGRESS,

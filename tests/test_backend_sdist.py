@@ -80,12 +80,7 @@ def test_build_env__two_sdists__built_side_by_side_then_their_wheels_installed(
     import time
 
     monkeypatch.setenv("PYREPRO_BUILD_JOBS", "2")
-    root = tmp_path / "root"
-    shutil.copytree(SC / "models", root / "models")
-    lock = root / "models" / "mini" / "pdm.lock"
-    lock.write_text(lock.read_text() + SDIST_PKG + SDIST_PKG_2)
-    paths = Paths(root=root, cache=tmp_path / "cache")
-    spec = load_registry(paths.models).get("mini")
+    paths, spec = _mini(tmp_path, sdist=SDIST_PKG + SDIST_PKG_2)
     running, most = [0], [0]
     guard = threading.Lock()
     builds: list[tuple[str, list[str]]] = []
@@ -125,12 +120,7 @@ def test_build_env__two_sdists__built_side_by_side_then_their_wheels_installed(
 def test_build_env__parallel_sdist_build_fails__pip_names_it_and_no_isolation_follows(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYREPRO_BUILD_JOBS", "2")
-    root = tmp_path / "root"
-    shutil.copytree(SC / "models", root / "models")
-    lock = root / "models" / "mini" / "pdm.lock"
-    lock.write_text(lock.read_text() + SDIST_PKG + SDIST_PKG_2)
-    paths = Paths(root=root, cache=tmp_path / "cache")
-    spec = load_registry(paths.models).get("mini")
+    paths, spec = _mini(tmp_path, sdist=SDIST_PKG + SDIST_PKG_2)
     wheel_flags: list[list[str]] = []
 
     def runner(cmd, **kw):  # type: ignore[no-untyped-def]
@@ -268,13 +258,14 @@ def tomllib_loads(text: str) -> dict:  # type: ignore[type-arg]
     return tomllib.loads(text)
 
 
-def _mini(tmp_path: Path, *, sdist: bool = True):  # type: ignore[no-untyped-def]
-    """The miniature model in a project root of its own (with a sdist-only package locked): (paths, spec)."""
+def _mini(tmp_path: Path, *, sdist: bool | str = True):  # type: ignore[no-untyped-def]
+    """The miniature model in a project root of its own (with a sdist-only package locked, or the
+    lock entries ``sdist`` gives): (paths, spec)."""
     root = tmp_path / "root"
     shutil.copytree(SC / "models", root / "models")
     if sdist:
         lock = root / "models" / "mini" / "pdm.lock"
-        lock.write_text(lock.read_text() + SDIST_PKG)
+        lock.write_text(lock.read_text() + (sdist if isinstance(sdist, str) else SDIST_PKG))
     paths = Paths(root=root, cache=tmp_path / "cache")
     return paths, load_registry(paths.models).get("mini")
 

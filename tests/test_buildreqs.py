@@ -117,15 +117,20 @@ files = [
 '''
 
 
-def test_build_env__dated_model__isolated_sdist_build_gets_the_era_constraints(tmp_path: Path) -> None:
+def _dated_mini(tmp_path: Path, submitted: str):  # type: ignore[no-untyped-def]
+    """The miniature model, submitted on ``submitted``, with tinycalc's sdist locked: (paths, spec)."""
     root = tmp_path / "root"
     shutil.copytree(SC / "models", root / "models")
     mt = root / "models" / "mini" / "model.toml"
-    mt.write_text(mt.read_text().replace('gpu = "none"\n', 'gpu = "none"\nsubmitted = "2021-01-14"\n'))
+    mt.write_text(mt.read_text().replace('gpu = "none"\n', f'gpu = "none"\nsubmitted = "{submitted}"\n'))
     lock = root / "models" / "mini" / "pdm.lock"
     lock.write_text(lock.read_text() + SDIST_PKG)
     paths = Paths(root=root, cache=tmp_path / "cache")
-    spec = load_registry(paths.models).get("mini")
+    return paths, load_registry(paths.models).get("mini")
+
+
+def test_build_env__dated_model__isolated_sdist_build_gets_the_era_constraints(tmp_path: Path) -> None:
+    paths, spec = _dated_mini(tmp_path, "2021-01-14")
     assert local.build_bound(spec) == dt.date(2021, 1, 15)
     calls: list[tuple[list[str], str, str]] = []
 
@@ -192,14 +197,8 @@ def test_build_bound__sdist_newer_than_the_submission__its_own_day_not_the_older
     """solubility-posts (corpus5 dev): an as-declared lock (no date bound) held useful-rdkit-utils'
     2024 sdist, and the model's 2021 date gave it the setuptools of 2021, which could not build it.
     The bound is the later of the submission's day and the sdists' own newest upload day."""
-    root = tmp_path / "root"
-    shutil.copytree(SC / "models", root / "models")
-    mt = root / "models" / "mini" / "model.toml"
-    mt.write_text(mt.read_text().replace('gpu = "none"\n', 'gpu = "none"\nsubmitted = "2019-03-01"\n'))
-    lock = root / "models" / "mini" / "pdm.lock"
-    lock.write_text(lock.read_text() + SDIST_PKG)
-    paths = Paths(root=root, cache=tmp_path / "cache")
-    spec = load_registry(paths.models).get("mini")
+    paths, spec = _dated_mini(tmp_path, "2019-03-01")
+    lock = paths.models / "mini" / "pdm.lock"
     idx, _ = _index(paths.cache)
     sdists = [p for p in local.locked_packages(lock, "3.11", "linux-x86_64") if p.sdist_only]
     assert local.build_bound(spec, sdists, idx) == dt.date(2020, 1, 2)  # tinycalc 0.3.0: 2020-01-01

@@ -704,6 +704,20 @@ def test_lock_request__a_stray_install_word_unavailable_by_the_date__dropped_unl
     assert relax.rule_unimported_unavailable(problem, ("install==1.0",), facts) is None  # a pin: nearest-release's
 
 
+def _init_sub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, requirements: str):  # type: ignore[no-untyped-def]
+    """``pyrepro init`` (offline) of a folder with run.py and requirements.txt: the model's spec."""
+    from pyrepro.init import init_model
+    from pyrepro.registry import parse_model
+
+    monkeypatch.setenv("PYREPRO_CACHE", str(tmp_path / "cache"))
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "run.py").write_text(code)
+    (sub / "requirements.txt").write_text(requirements)
+    init_model(sub, name="sub", models_dir=tmp_path / "models", online=False, cache=tmp_path / "cache")
+    return parse_model(tmp_path / "models" / "sub" / "model.toml")
+
+
 def test_persist__a_renamed_then_relaxed_pin__the_pyproject_is_what_was_locked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """rxn-yields (corpus4 held): rdkit==2020.03.3.0 became rdkit-pypi (former-name), then moved and
@@ -712,16 +726,9 @@ def test_persist__a_renamed_then_relaxed_pin__the_pyproject_is_what_was_locked(
     steps must be exactly the requirement set that was locked."""
     from pyrepro import relax
     from pyrepro.generate import dependencies
-    from pyrepro.init import init_model
     from pyrepro.registry import parse_model
 
-    monkeypatch.setenv("PYREPRO_CACHE", str(tmp_path / "cache"))
-    sub = tmp_path / "sub"
-    sub.mkdir()
-    (sub / "run.py").write_text("import numpy\nimport rdkit\n")
-    (sub / "requirements.txt").write_text("rdkit==2020.03.3.0\nnumpy\n")
-    init_model(sub, name="sub", models_dir=tmp_path / "models", online=False, cache=tmp_path / "cache")
-    spec = parse_model(tmp_path / "models" / "sub" / "model.toml")
+    spec = _init_sub(tmp_path, monkeypatch, "import numpy\nimport rdkit\n", "rdkit==2020.03.3.0\nnumpy\n")
     reqs = tuple(dependencies(spec))
     assert "rdkit==2020.3.3.0" in reqs or "rdkit==2020.03.3.0" in reqs
     chain = [("former-name", "rdkit-pypi==2020.03.3.0"), ("nearest-release", "rdkit-pypi==2020.9.5.2"),
@@ -744,16 +751,9 @@ def test_persist__a_new_python_or_date__takes_back_the_guided_pins(
     submission's: a new Python or date drops it; declared pins stay."""
     from pyrepro import lockplan, relax
     from pyrepro.generate import dependencies
-    from pyrepro.init import init_model
     from pyrepro.registry import parse_model
 
-    monkeypatch.setenv("PYREPRO_CACHE", str(tmp_path / "cache"))
-    sub = tmp_path / "sub"
-    sub.mkdir()
-    (sub / "run.py").write_text("import numpy\nimport wandb\n")
-    (sub / "requirements.txt").write_text("numpy==1.23.5\nwandb\n")
-    init_model(sub, name="sub", models_dir=tmp_path / "models", online=False, cache=tmp_path / "cache")
-    spec = parse_model(tmp_path / "models" / "sub" / "model.toml")
+    spec = _init_sub(tmp_path, monkeypatch, "import numpy\nimport wandb\n", "numpy==1.23.5\nwandb\n")
     reqs = tuple(dependencies(spec))
     step = relax.Step(lockplan.GUIDED_RULE, "wandb", "wandb", "wandb==0.22.3", "uv's resolver found it",
                       tuple(sorted(r if r != "wandb" else "wandb==0.22.3" for r in reqs)))

@@ -24,7 +24,7 @@ import datetime as dt
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +102,13 @@ def python_evidence(folder: Path, *, python2: Sequence[Location] = ()) -> tuple[
         rel = _rel(p, root)
         if name in ("environment.yml", "environment.yaml") or (name.endswith((".yml", ".yaml")) and "env" in name):
             for n, line in enumerate(_lines(p), 1):
-                m = re.match(rf"^\s*-?\s*python\s*(?:==?|>=|~=)?\s*{_VERSION}", line)
+                r = re.match(r"^\s*-?\s*python\s*((?:>=|>|<=|<|!=)[^#\s]*(?:\s*,\s*[<>=!~]=?[^#\s,]*)*)", line)
+                if r:  # a range (`python>=3.6`) bounds the choice; it states no version
+                    e = _requires_python(f"requires-python = '{r.group(1)}'", Location(rel, n))
+                    if e is not None:
+                        found.append(replace(e, text=line.strip()))
+                    continue
+                m = re.match(rf"^\s*-?\s*python\s*(?:==?|~=)?\s*{_VERSION}", line)
                 if m:
                     found.append(Evidence(_mm(m.group(1), m.group(2)), "pin", Location(rel, n), line.strip()))
         elif name.startswith("requirements") and name.endswith(".txt"):

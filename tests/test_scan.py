@@ -106,6 +106,8 @@ def test_resolver__prefix_rules__longest_prefix_wins() -> None:
     r = Resolver()
     assert r.resolve("google.protobuf").distribution == "protobuf"
     assert r.resolve("google.colab").resolved_with == "unresolved"
+    # a Colab-only helper that refuses to import elsewhere (gnome, corpus5 held): no dependency
+    assert r.resolve("condacolab").resolved_with == "unresolved" and r.resolve("condacolab").distribution is None
     assert r.resolve("tensorflow.keras").distribution == "tensorflow"
     assert r.resolve("sklearn").distribution == "scikit-learn"
     assert r.resolve("_pytest.fixtures").distribution == "pytest"

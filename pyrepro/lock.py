@@ -487,7 +487,7 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             if move.guide is not None:
                 progress.advance(label, 0, "the resolver had nothing to act on: asking uv for a resolution")
                 guides = {move.guide: uvtool.guide(move.guide, req.python, sit.relax_bound, runner=runner,
-                                                   cache=cache_dir() / "uv")}
+                                                   cache=uvtool.uv_cache(cache_dir()))}
             sit = sit.learn(
                 versions=lookup_versions(move.versions, req.python, runner=runner) if move.versions else None,
                 uploaded={(n, v): upload_date(n, v, runner=runner) for n, v in move.uploads}, guides=guides)
@@ -575,7 +575,7 @@ def persist_to_model_toml(req: LockRequest, steps: Sequence[relax.Step]) -> None
     for s in steps:
         old = relax.req_name(s.before) if s.before else ""
         new = relax.req_name(s.after) if s.after else ""
-        reason = f"{AUTO_REASON} (rule {s.rule}; see lock.toml): {s.reason}"
+        reason = f"{AUTO_REASON} {_rule_marker(s.rule)} see lock.toml): {s.reason}"
         if old and new == old:
             spec = s.after[len(relax._parse(s.after).name):] if relax._parse(s.after) else ""  # type: ignore[union-attr]
             existing = [p for p in pins if relax.req_name(str(p.get("name", ""))) == old]
@@ -597,6 +597,11 @@ def persist_to_model_toml(req: LockRequest, steps: Sequence[relax.Step]) -> None
     _regenerate(req)
 
 
+def _rule_marker(rule: str) -> str:
+    """How a pin's reason in model.toml names the relaxation rule that wrote it."""
+    return f"(rule {rule};"
+
+
 def _drop_guided_pins(doc: Any) -> None:
     """A new target (Python or date bound) takes back the pins a guided resolution made for the old
     one (rule resolver-guided): uv's versions for CPython 3.10 with no date would otherwise hold a
@@ -604,7 +609,7 @@ def _drop_guided_pins(doc: Any) -> None:
     pins = (doc.get("dependencies") or {}).get("pins")
     if pins is None:
         return
-    for p in [p for p in pins if f"(rule {lockplan.GUIDED_RULE};" in str(p.get("reason", ""))]:
+    for p in [p for p in pins if _rule_marker(lockplan.GUIDED_RULE) in str(p.get("reason", ""))]:
         pins.remove(p)
 
 

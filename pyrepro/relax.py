@@ -480,12 +480,17 @@ def _origin(conflict_line: str) -> str:
     return req_name(re.split(r"[@ ]", who, maxsplit=1)[0])
 
 
-def _version_ok(v: str) -> bool:
-    try:
-        Version(v)
-        return True
-    except InvalidVersion:
-        return False
+def _bounds(specs: Iterable[Requirement], operators: tuple[str, ...]) -> list[Version]:
+    """The versions the ``operators`` of ``specs`` name (unparsable ones skipped)."""
+    out = []
+    for sp in specs:
+        for op in sp.specifier:
+            if op.operator in operators:
+                try:
+                    out.append(Version(op.version))
+                except InvalidVersion:
+                    continue
+    return out
 
 
 def _anchor(req: str) -> str | None:
@@ -524,28 +529,25 @@ def rule_widen_conflict(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step
             return Step("widen-conflict", name, reqs[drop], "",
                         f"{name} is required more than once ({', '.join([reqs[drop], *keep])}); "
                         f"dropped the narrowest", _edit(reqs, drop, ""))
-    # an origin whose constraint admits our own pin of the conflicting package (its version, or a
+    # An origin whose constraint admits our own pin of the conflicting package (its version, or a
     # range's floor) is no cause of the conflict (seaborn's numpy>=1.9.3 beside numpy==1.16.5 and
-    # rdkit-pypi's numpy==1.20): the origins that exclude it are widened first
-    # With no pin of ours to test against, an origin asking only for a lower bound at or below every
-    # other constraint's ceiling (seaborn's numpy>=1.9.3 beside rdkit-pypi's numpy==1.20 and
-    # tensorflow's numpy<2.0) cannot be the cause either.
+    # rdkit-pypi's numpy==1.20); with no pin of ours, neither is one asking only for a lower bound at
+    # or below every other constraint's ceiling. The origins that can be the cause are widened first.
     ours = next((v for i in find(reqs, p.package) if (v := _anchor(reqs[i])) is not None), None)
-    said = {o: [r.split(" (from ")[0] for r in p.requirements if _origin(r) == o] for o in origins}
+    said = {o: [sp for r in p.requirements if _origin(r) == o and (sp := _parse(r.split(" (from ")[0]))]
+            for o in origins}
 
     def harmless(origin: str) -> bool:
-        specs = [sp for x in said.get(origin) or [] if (sp := _parse(x)) is not None]
+        specs = said.get(origin) or []
         if not specs:
             return False
         if ours is not None:
             return all(sp.specifier.contains(ours, prereleases=True) for sp in specs)
         if not all(op.operator in (">=", ">") for sp in specs for op in sp.specifier):
             return False
-        ceilings = [Version(op.version) for o, xs in said.items() if o != origin for x in xs
-                    if (sp := _parse(x)) is not None for op in sp.specifier
-                    if op.operator in ("==", "===", "<", "<=", "~=") and _version_ok(op.version)]
-        mine = [Version(op.version) for sp in specs for op in sp.specifier if _version_ok(op.version)]
-        return bool(mine) and all(max(mine) <= c for c in ceilings)
+        floors = _bounds(specs, (">=", ">"))
+        ceilings = _bounds([sp for o, xs in said.items() if o != origin for sp in xs], ("==", "===", "<", "<=", "~="))
+        return bool(floors) and all(max(floors) <= c for c in ceilings)
 
     candidates: list[tuple[bool, bool, int, bool, str, int]] = []
     for name in names | origins:

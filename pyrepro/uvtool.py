@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pyrepro.errors import ExternalToolError, MissingToolError
 from pyrepro.proc import Runner
+from pyrepro.relax import req_name
 
 #: The platform uv resolves for: the lock's first target (pyrepro.pdmrun.PLATFORMS).
 UV_PLATFORM = "x86_64-manylinux_2_28"
@@ -49,6 +50,12 @@ def uv_binary() -> str | None:
     if os.environ.get("PYREPRO_INSTALLER", "").strip().lower() == "pip":
         return None
     return uv_executable()
+
+
+def uv_cache(cache: Path) -> Path:
+    """uv's cache under pyrepro's cache folder ``cache``: the installs' unpacked wheels and the
+    guiding resolutions' metadata share it."""
+    return cache / "uv"
 
 
 @dataclass(frozen=True)
@@ -108,19 +115,12 @@ def guide(requirements: Sequence[str], python: str, bound: str | None, *, runner
             versions = parse_compiled(out)
             return Guide(versions) if versions else Guide((), "uv pip compile printed no resolution")
         m = _FAILED_BUILD.search(text)
-        left = [r for r in reqs if m and _name(r) == canonicalize_name(m.group(1))]
+        left = [r for r in reqs if m and req_name(r) == canonicalize_name(m.group(1))]
         if not left:
             break
         reqs = [r for r in reqs if r not in left]
     lines = [ln for ln in text.splitlines() if ln.strip()]
     return Guide((), "\n".join(lines[-8:]) or f"uv pip compile exited {code}")
-
-
-def _name(req: str) -> str:
-    from packaging.utils import canonicalize_name
-
-    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
-    return canonicalize_name(m.group(1)) if m else ""
 
 
 def _compile(uv: str, reqs: Sequence[str], python: str, bound: str | None, *, runner: Runner, cache: Path,
@@ -144,4 +144,4 @@ def _compile(uv: str, reqs: Sequence[str], python: str, bound: str | None, *, ru
     return (done.stderr or done.stdout or ""), done.returncode, done.stdout
 
 
-__all__ = ["UV_PLATFORM", "Guide", "guide", "parse_compiled", "uv_binary", "uv_executable"]
+__all__ = ["UV_PLATFORM", "Guide", "guide", "parse_compiled", "uv_binary", "uv_cache", "uv_executable"]

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyrepro import lock, patches, proc, sources, verify
+from pyrepro import lock, patches, proc, sources, uvtool, verify
 from pyrepro.backends import BuiltModel
 from pyrepro.errors import (
     BuildError,
@@ -43,7 +43,7 @@ from pyrepro.errors import (
 from pyrepro.interpreters import find_python, first_patch, version_key
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner
-from pyrepro.uvtool import uv_binary  # noqa: F401  (re-exported)
+from pyrepro.uvtool import uv_binary
 from pyrepro.progress import NULL_PROGRESS, Progress, output_detail, release_of
 from pyrepro.registry import ModelSpec
 
@@ -416,7 +416,7 @@ UV_OLDEST = "3.8"
 def build_jobs() -> int:
     """How many sdists are built at once: ``PYREPRO_BUILD_JOBS``, else the machine's cores (at most 4).
     A torch extension's setup.py compiles its files one after another (torch-scatter turns ninja
-    off), so two sdists built side by side take about the time of the longer one."""
+    off), so two sdists built side by side can take about the time of the longer one."""
     given = os.environ.get("PYREPRO_BUILD_JOBS", "").strip()
     if given.isdigit() and int(given) > 0:
         return int(given)
@@ -464,7 +464,7 @@ def build_sdists_in_parallel(python: Path, group: list[Locked], flags: list[str]
 def uv_cache(paths: Paths) -> Path:
     """uv's cache: wheels unpacked once and hard-linked into every environment that locks them
     (a torch environment's GBs are written once per machine, not once per environment)."""
-    return paths.cache / "uv"
+    return uvtool.uv_cache(paths.cache)
 
 
 #: uv's cache holds wheels unpacked (a torch set is 6 GB): past this size (MB, from

@@ -399,10 +399,10 @@ def test_build_env__uv_fails__pip_installs_the_wheels_and_it_is_recorded(tmp_pat
     assert seen["info"]["installer"] == "pip" and "no wheel fits" in seen["info"]["uv_failed"]
 
 
-def test_build_env__python_before_38__pip_alone(tmp_path: Path, monkeypatch: Any) -> None:
+def test_build_env__python_before_uv_oldest__pip_alone__37_goes_to_uv(tmp_path: Path, monkeypatch: Any) -> None:
     import dataclasses
 
-    paths, spec = _mini(tmp_path)
+    paths, spec = _mini(tmp_path, sdist=False)
     monkeypatch.setenv("PYREPRO_INSTALLER", "")
     monkeypatch.setenv("PYREPRO_UV", "/opt/fake/uv")
     calls: list[list[str]] = []
@@ -414,6 +414,11 @@ def test_build_env__python_before_38__pip_alone(tmp_path: Path, monkeypatch: Any
             return Completed(tuple(argv), 0, "", "")
         return proc.run(cmd, **kw)
 
+    local.build_env(dataclasses.replace(spec, python="3.7"), paths, runner=runner, platform="linux-x86_64")
+    assert any(c[0] == "/opt/fake/uv" for c in calls)  # uv installs the wheels into 3.7 venvs
+    calls.clear()
+    monkeypatch.setattr(local, "UV_OLDEST", "3.8")  # a Python older than the oldest uv serves
+    paths, spec = _mini(tmp_path / "older", sdist=False)
     local.build_env(dataclasses.replace(spec, python="3.7"), paths, runner=runner, platform="linux-x86_64")
     assert calls and not any(c[0] == "/opt/fake/uv" for c in calls)
     monkeypatch.setenv("PYREPRO_INSTALLER", "pip")

@@ -102,6 +102,23 @@ def test_scan__script_folder_and_sys_path_insert__local(write_files: Write,
     assert out["required"] == ["matplotlib", "numpy", "scipy"]
 
 
+def test_scan__generic_name_beside_a_module_reached_by_sys_path__local_not_missing(
+        write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
+    """A notebook puts src/ on sys.path at run time; src/transformer.py imports its sibling utils.
+    The generic name is the folder's own file (mat, corpus5), never "missing from the folder"."""
+    root = write_files({
+        "EXAMPLE.ipynb": _nb("import sys\nsys.path.append(SRC)\nimport transformer\n"),
+        "src/transformer.py": "import torch\nfrom utils import xavier\n",
+        "src/utils.py": "import torch\ndef xavier():\n    pass\n",
+        "other/run.py": "import config\n",  # a generic name the folder does not hold stays unresolved
+    })
+    out = scan_json(root, capsys)
+    assert out["required"] == ["torch"]
+    assert [u["module"] for u in out["unresolved"]] == ["config"]
+    local = {m["module"]: m["path"] for m in out["local_modules"]}
+    assert local["utils"] == "src/utils.py" and local["transformer"] == "src/transformer.py"
+
+
 def test_scan__local_name_of_a_distribution__warns(write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
     root = write_files({"run.py": "import pandas\nimport jarvis\n", "jarvis/__init__.py": "x = 1\n"})
     out = scan_json(root, capsys)

@@ -242,14 +242,15 @@ def test_vcs_source__forms(spec: str, want: tuple[str, str, str] | None) -> None
 
 @pytest.mark.integration
 @pytest.mark.network
-def test_init__real_pypi__import_faiss_with_faiss_cpu_declared__mapped_by_its_wheel(
+def test_init__real_pypi__import_telegram_with_its_distribution_declared__mapped_by_its_wheel(
         write_files: Write, tmp_path: Path, isolated_cache: Path) -> None:
-    """Against real PyPI: 'import faiss' is in no name table; faiss-cpu==1.7.4 is declared, and its
-    wheel's file list (read by range requests) shows it ships faiss. (fitz, this test's first case,
-    went into the name table: PyPI's own 'fitz' is an unrelated project.)"""
-    root = write_files({"sub/run.py": "import faiss\n", "sub/requirements.txt": "faiss-cpu==1.7.4\n"})
+    """Against real PyPI: 'import telegram' is in no name table; python-telegram-bot==13.7 is
+    declared, and its wheel's file list (read by range requests) shows it ships telegram. (fitz and
+    faiss, this test's earlier cases, went into the name table: PyPI's own 'fitz' and 'faiss' are an
+    unrelated project and a broken build.)"""
+    root = write_files({"sub/run.py": "import telegram\n", "sub/requirements.txt": "python-telegram-bot==13.7\n"})
     doc = _init(root / "sub", tmp_path / "models")
-    assert doc["mapping"]["faiss"]["distribution"] == "faiss-cpu"
-    assert "faiss_cpu-1.7.4-" in doc["mapping"]["faiss"]["reason"] and "ships the top-level module faiss" in \
-        doc["mapping"]["faiss"]["reason"]
-    assert doc["dependencies"]["scanned"] == ["faiss-cpu"]
+    assert doc["mapping"]["telegram"]["distribution"] == "python-telegram-bot"
+    assert "python_telegram_bot-13.7-" in doc["mapping"]["telegram"]["reason"] and \
+        "ships the top-level module telegram" in doc["mapping"]["telegram"]["reason"]
+    assert doc["dependencies"]["scanned"] == ["python-telegram-bot"]

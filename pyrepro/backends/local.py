@@ -409,8 +409,11 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
 
 # ------------------------------------------------------------------ the installer of the wheels
 
-#: The oldest Python uv installs into (``uv pip install --python``); older ones use pip.
-UV_OLDEST = "3.8"
+#: The oldest Python uv installs into (``uv pip install --python``); older ones (2.7) use pip.
+#: uv 0.13 installs hash-checked wheels into CPython 3.6 and 3.7 venvs too (checked 2026-12-06
+#: with pyenv's 3.6.15 and 3.7.16); before, 3.6/3.7 environments went to pip and a torch
+#: environment on 3.7 (3dinfomax, corpus5) ran out of its 10 minutes in pip's unpacking.
+UV_OLDEST = "3.6"
 
 
 def build_jobs() -> int:

@@ -1019,13 +1019,17 @@ def resolve(classified: Classified, resolver: Resolver) -> tuple[tuple[ImportRec
         occ = groups[key]
         res = resolver.resolve(key)
         locs = tuple(sorted({o.location for o in occ}, key=_loc_key))
-        if res.resolved_with == "identity-guess":
+        if res.resolved_with in ("identity-guess", "unresolved"):
+            # no known distribution (or a generic name such as utils that no distribution is taken
+            # for), but the contribution has code of that name: a module imported through a
+            # sys.path change (a notebook appends src/, whose transformer.py imports its sibling utils)
             where = classified.tree_modules.get(key.split(".")[0])
-            if where is not None:  # no known distribution, but the contribution has code of that name
+            if where is not None:
                 local.append(LocalModule(key.split(".")[0], where, locs))
                 warnings.append(Warning_(locs[0], f"{key}: not in a folder Python imports from, but {where} in this "
                                          "folder has that name (a sys.path change?); treated as local code"))
                 continue
+        if res.resolved_with == "identity-guess":
             decl = declared.get(res.distribution or "")
             if decl is not None:  # the submission declares a distribution of that very name
                 res = Resolution(key, res.distribution, "declared",

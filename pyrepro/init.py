@@ -93,6 +93,63 @@ def _conflicting_exact_pins(scan: ScanResult) -> dict[str, tuple[Any, list[Any]]
     return out
 
 
+def _declared_spec(decl: Any) -> str:
+    """A declaration's version spec as PEP 440 ("" when it has none or it cannot be one)."""
+    spec = decl.spec[len(decl.spec.split("=")[0].split("<")[0].split(">")[0].split("!")[0].split("~")[0]):].strip()
+    spec = _pep440_spec(spec.split(";")[0].strip().replace(" ", ""))
+    if spec and not _valid_requirements([f"{decl.name}{spec}"], names_only=False)[0]:
+        return ""  # never written: it would not parse as a requirement
+    return spec
+
+
+def jointly_satisfiable(specs: Sequence[str]) -> bool:
+    """Whether some version could satisfy every specifier set in ``specs`` (``~=1.4.2`` and
+    ``~=1.2.0`` cannot). Tried on the versions the specifiers name and the ones just above them,
+    which is where two ranges meet; a set that names no version always is."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    sets = [SpecifierSet(s) for s in specs if s]
+    named = {sp.version.removesuffix(".*") for ss in sets for sp in ss}
+    candidates = []
+    for v in named:
+        for c in (v, f"{v}.1", f"{v}.0.1", f"{v}.post1"):
+            try:
+                candidates.append(Version(c))
+            except InvalidVersion:
+                continue
+    if not candidates:
+        return True
+    return any(all(ss.contains(c, prereleases=True) for ss in sets) for c in candidates)
+
+
+def _contradicting_files(specs: Sequence[tuple[Any, str]]) -> dict[str, tuple[Any, list[Any]]]:
+    """Names declared in several files whose ranges exclude each other (requirements.txt's
+    xgboost~=1.4.2 beside a docs/environment.yml's xgboost~=1.2.0, a year older): name -> (the
+    declaration kept, those set aside). The kept one is the main file's: a declaration that is not a
+    comment or a README line, then the file nearest the folder's top, then a requirement file before
+    a conda environment file. Intersected, they would never lock."""
+    by: dict[str, list[tuple[Any, str]]] = {}
+    for decl, spec in specs:
+        if spec and "@" not in decl.spec:
+            by.setdefault(decl.name, []).append((decl, spec))
+    out = {}
+    for n, rows in by.items():
+        if len({d.path for d, _s in rows}) < 2 or jointly_satisfiable([s for _d, s in rows]):
+            continue
+
+        def rank(row: tuple[Any, str]) -> tuple[bool, int, bool]:
+            d = row[0]
+            return (d.commented or d.doc is not None, d.path.count("/"), d.path.endswith((".yml", ".yaml")))
+
+        best = min(rows, key=rank)[0]
+        kept = [s for d, s in rows if d.path == best.path]
+        others = [d for d, s in rows if d.path != best.path and not jointly_satisfiable([*kept, s])]
+        if others:
+            out[n] = (best, others)
+    return out
+
+
 def _pin(folder: Path, mirror: Path | None) -> tuple[dict[str, str], list[str]]:
     tree = sources.git_tree_id(folder)
     warnings = []
@@ -267,16 +324,19 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
                                          for o in others))
     if exact:
         doc["notes"] = "; ".join(notes)
-    for decl in scan.declared:
-        if decl.name in exact and decl is not exact[decl.name][0] and "==" in decl.spec:
+    specs = [(decl, _declared_spec(decl)) for decl in scan.declared
+             if not (decl.name in exact and decl is not exact[decl.name][0] and "==" in decl.spec)]
+    set_aside = _contradicting_files(specs)
+    for n, (kept, others) in sorted(set_aside.items()):
+        notes.append(f"{n} is declared with ranges that exclude each other: kept {kept.spec} ({kept.path}:{kept.line}), "
+                     "the declaration of the submission's main file; not " +
+                     ", ".join(f"{o.spec} ({o.path}:{o.line})" for o in others))
+    if set_aside:
+        doc["notes"] = "; ".join(notes)
+    dropped_decls = {id(o) for _k, others in set_aside.values() for o in others}
+    for decl, spec in specs:
+        if decl.name not in used and decl.name not in extra or id(decl) in dropped_decls:
             continue
-        spec = decl.spec[len(decl.spec.split("=")[0].split("<")[0].split(">")[0].split("!")[0].split("~")[0]):].strip()
-        spec = spec.split(";")[0].strip()
-        if decl.name not in used and decl.name not in extra:
-            continue
-        spec = _pep440_spec(spec.replace(" ", ""))
-        if spec and not _valid_requirements([f"{decl.name}{spec}"], names_only=False)[0]:
-            spec = ""  # never written: it would not parse as a requirement
         if spec and "@" not in decl.spec and (decl.name, spec) not in seen_specs:
             seen_specs.add((decl.name, spec))
             t = tomlkit.table()

@@ -175,3 +175,31 @@ def test_init__a_notebook_clones_a_repository__noted_with_where(write_files: Wri
     root = write_files({"sub/run.ipynb": nb})
     doc = _init(root / "sub", tmp_path / "models")
     assert "the code clones https://github.com/o/bench (run.ipynb[cell 0]:1)" in doc["notes"]
+
+
+def test_init__ranges_of_two_files_exclude_each_other__main_file_kept_and_said(write_files: Write,
+                                                                               tmp_path: Path) -> None:
+    """oximachine (corpus5): requirements.txt says xgboost~=1.4.2, a docs/environment.yml of a year
+    before says ~=1.2.0; both written as pins they would intersect to nothing and never lock. The
+    top-level requirement file is kept, the other set aside with a note; ranges that agree stay."""
+    root = write_files({
+        "sub/run.py": "import xgboost\nimport featurizer\n",
+        "sub/requirements.txt": "xgboost~=1.4.2\nfeaturizer>=0.3.1\n",
+        "sub/docs/environment.yml": "dependencies:\n  - pip:\n    - xgboost~=1.2.0\n    - featurizer>=0.2.2\n",
+    })
+    doc = _init(root / "sub", tmp_path / "models")
+    pins = doc["dependencies"]["pins"]
+    assert [(p["name"], p["spec"]) for p in pins if p["name"] == "xgboost"] == [("xgboost", "~=1.4.2")]
+    assert sorted(p["spec"] for p in pins if p["name"] == "featurizer") == [">=0.2.2", ">=0.3.1"]
+    assert "xgboost is declared with ranges that exclude each other: kept xgboost~=1.4.2 (requirements.txt:1)" \
+        in doc["notes"] and "not xgboost~=1.2.0 (docs/environment.yml:" in doc["notes"]
+
+
+@pytest.mark.parametrize(("specs", "ok"), [
+    (["~=1.4.2", "~=1.2.0"], False), ([">=1.0,<2.0", ">=1.5"], True), ([">1.0", "<1.1"], True),
+    (["==1.2.*", ">=1.2.3"], True), (["==1.0", "==1.0.0"], True), (["<1.0", ">=1.0"], False), (["", "==2"], True),
+])
+def test_jointly_satisfiable__ranges_that_meet_or_not(specs: list[str], ok: bool) -> None:
+    from pyrepro.init import jointly_satisfiable
+
+    assert jointly_satisfiable(specs) is ok

@@ -549,6 +549,15 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                     f"the lock was made for {sorted(set(reqs) - set(written))}; the lock is not written",
                     path=req.model_toml, hint="fix [dependencies] in model.toml by hand, then relock (and report "
                                               "this: pyrepro wrote the relaxation wrongly)")
+            if written != tuple(reqs):
+                # the same requirements in the generator's order (a renamed pytorch==1.10 was locked
+                # where pytorch stood, and model.toml lists it as torch): pdm's content hash reads the
+                # list in order, so the lock takes the hash of the pyproject it now belongs to
+                old_hash = lock_data.get("metadata", {}).get("content_hash", "")
+                fresh = content_hash(read_pyproject(req.project_dir / "pyproject.toml"))
+                if old_hash:
+                    result = replace(result, lock_text=result.lock_text.replace(old_hash, fresh))
+                    lock_data = tomllib.loads(result.lock_text)
     new_hash = lock_data.get("metadata", {}).get("content_hash", "")
     outcome = LockOutcome(
         req.name, category, strategy, tuple(attempts), tuple(steps), drift, tuple(fidelity), req.overrides,

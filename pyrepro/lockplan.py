@@ -25,6 +25,7 @@ each instead of backtracking. When uv finds none either, the give-up says uv's r
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -36,6 +37,8 @@ Strategy = Literal["as-declared", "date-bounded", "relaxed", "reused"]
 STRATEGIES: tuple[Strategy, ...] = ("as-declared", "date-bounded", "relaxed")
 MAX_STEPS = 8
 GUIDED_RULE = "resolver-guided"
+#: a requirement the code never imports that uv's explanation of a failed resolution runs through
+UNRESOLVABLE_RULE = "unimported-unresolvable"
 # relaxation steps that do not count toward MAX_STEPS: a dropped name the index lacks, and the pins
 # of a guided resolution (one per requirement, taken together once)
 UNCOUNTED_RULES = frozenset({"not-on-index", GUIDED_RULE})
@@ -262,6 +265,28 @@ def guided_pins(reqs: Sequence[str], guide: Guide, why: str) -> tuple[relax.Step
     return tuple(out)
 
 
+_DERIVATION = re.compile(r"(?:you require|versions of|\band|\bBecause|\bbecause)\s+([A-Za-z0-9][A-Za-z0-9._-]*)"
+                         r"(?:\[[^\]]*\])?(?:[<>=!~]=?[^\s,]*)?\s*(?:depends? on|$|,|\band\b|was yanked|cannot)",
+                         re.MULTILINE)
+
+
+def unimported_in_derivation(error: str, reqs: Sequence[str], facts: relax.Facts) -> tuple[int, str] | None:
+    """(index, name) of the first requirement of ``reqs`` that uv's explanation of why there is no
+    resolution names (``all versions of conda-minify depend on conda>=4.3.0``) and that the code
+    never imports: a conda tool, a plugin, a docs theme. None when the imports are unknown or every
+    named requirement is imported (then the conflict is the code's own)."""
+    if facts.imported is None or not error:
+        return None
+    for m in _DERIVATION.finditer(error):
+        name = relax.req_name(m.group(1))
+        if facts.central(name):
+            continue
+        hits = relax.find(tuple(reqs), name)
+        if hits:
+            return hits[0], name
+    return None
+
+
 def _guided(s: Situation, why: str) -> Move:
     """The move when relaxation has nothing to act on (``why``): ask uv once, then pin its answer."""
     reqs = s.requirements
@@ -274,6 +299,16 @@ def _guided(s: Situation, why: str) -> Move:
         return LookUp(guide=reqs)
     if not guide.ok:
         said = " ".join(ln.strip() for ln in guide.error.splitlines()[:3] if ln.strip())
+        drop = unimported_in_derivation(guide.error, reqs, s.facts)
+        if drop is not None:
+            i, name = drop
+            after = reqs[:i] + reqs[i + 1:]
+            if not any(t.requirements == after and t.bound == s.relax_bound for t in s.tried):
+                step = relax.Step(UNRESOLVABLE_RULE, name, reqs[i], "",
+                                  f"uv's resolver found no resolution, and its explanation runs through {reqs[i]}, "
+                                  f"which the code never imports; dropped ({why})", after,
+                                  trigger="\n".join(guide.error.splitlines()[:12]))
+                return Try("relaxed", after, s.relax_bound, step=step)
         return GiveUp(f"{why}; uv's resolver found no resolution either: {said}")
     pins = guided_pins(reqs, guide, why.split(";")[0])
     if not pins:
@@ -287,6 +322,7 @@ def _guided(s: Situation, why: str) -> Move:
 
 __all__ = [
     "GUIDED_RULE",
+    "UNRESOLVABLE_RULE",
     "MAX_STEPS",
     "STRATEGIES",
     "GiveUp",
@@ -301,4 +337,5 @@ __all__ = [
     "later_bound",
     "next_move",
     "start",
+    "unimported_in_derivation",
 ]

@@ -704,6 +704,44 @@ def test_lock_request__a_stray_install_word_unavailable_by_the_date__dropped_unl
     assert relax.rule_unimported_unavailable(problem, ("install==1.0",), facts) is None  # a pin: nearest-release's
 
 
+UV_YANKED_CHAIN = (
+    "error: No solution found when resolving dependencies\n"
+    "  cause: Because conda>=4.3.13 was yanked (reason: Pip installing conda leads to broken UX) and only the "
+    "following versions of conda are available:\n             conda<4.3.0\n             conda>=4.3.13\n"
+    "         we can conclude that conda>=4.3.0 cannot be used.\n"
+    "         And because all versions of conda-minify depend on conda>=4.3.0 and you require conda-minify==0.1.2, "
+    "we can conclude that your requirements are unsatisfiable.\n")
+
+
+@pytest.mark.parametrize("imported", [frozenset({"numpy"}), frozenset({"numpy", "conda-minify"})])
+def test_lock_request__a_dependency_of_an_unimported_requirement_is_gone__uv_names_it_dropped(
+        tmp_path: Path, imported: frozenset[str]) -> None:
+    """dl-chem-gnn (corpus5 held): a conda environment file declares conda-minify, a conda tool the
+    code never imports, whose every release needs PyPI's conda, yanked after 4.3. pdm says only
+    that it cannot find conda; uv's explanation runs through conda-minify, which is dropped (rule
+    unimported-unresolvable) and the lock goes on. Were it imported, the stop says uv's reason."""
+    d = _project(tmp_path, ["numpy", "conda-minify==0.1.*"])
+    seen: list[tuple[str, ...]] = []
+    pdm = _pdm_failing_while(lambda deps: any(x.startswith("conda-minify") for x in deps), seen,
+                             "[CandidateNotFound]: Unable to find candidates for conda. There may exist "
+                             "some issues with the package name or network condition.\n")
+    runner = FakeRunner()
+    runner.on(lock.pdm_command(), pdm)
+    runner.on([lock.sys.executable, "-m", "pip", "index"], Completed((), 0, "conda (4.3.16)\nAvailable versions: 4.3.16\n", ""))
+    runner.on([lock.sys.executable, "-c"], Completed((), 0, "\n", ""))
+    answer_uv_compile(runner, stderr=UV_YANKED_CHAIN)
+    req = lock.LockRequest("p", d, "3.8", submitted=dt.date(2022, 3, 1), imported=imported)
+    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"))
+    if "conda-minify" in imported:
+        assert out.category == 4 and not out.steps
+        assert "uv's resolver found no resolution either" in out.message and "conda>=4.3.13 was yanked" in out.message
+        return
+    assert out.category == 2 and [s.rule for s in out.steps] == ["unimported-unresolvable"]
+    assert seen[-1] == ("numpy",) and "never imports" in out.steps[0].reason
+    assert "conda-minify" in out.steps[0].trigger
+    assert lock.check_lock_dir(d) == []
+
+
 def _init_sub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, requirements: str):  # type: ignore[no-untyped-def]
     """``pyrepro init`` (offline) of a folder with run.py and requirements.txt: the model's spec."""
     from pyrepro.init import init_model
@@ -815,3 +853,37 @@ def test_relax__widen_conflict__unpinned_ours__lower_bounds_under_every_ceiling_
         order.append(step.package)
         cur = step.requirements
     assert "rdkit-pypi" in order and not {"seaborn", "matplotlib"} & set(order), order
+
+
+def test_lock_request__a_rename_moves_the_requirement_in_the_generated_order__lock_hash_matches(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """gemnet (corpus6 dev): pytorch==1.10 was renamed to torch==1.10 where pytorch stood, and the
+    lock was made for that order; model.toml then lists it as torch, so the regenerated pyproject
+    has the same requirements in another order, and the build refused the lock as stale. The
+    lock takes the content hash of the pyproject it belongs to."""
+    import tomlkit
+
+    from pyrepro.generate import render_pyproject
+    from pyrepro.registry import parse_model
+
+    spec = _init_sub(tmp_path, monkeypatch, "import numpy\nimport yaml\n", "numpy\n")
+    doc = tomlkit.parse(spec.path.read_text())
+    doc["dependencies"]["extra"].append("pytorch==1.10")  # as a declaration pyrepro did not map wrote it
+    spec.path.write_text(tomlkit.dumps(doc))
+    spec = parse_model(spec.path)
+    (spec.path.parent / "pyproject.toml").write_text(render_pyproject(spec))
+    req = lock.LockRequest.from_spec(spec)
+    seen: list[tuple[str, ...]] = []
+    pdm = _pdm_failing_while(lambda deps: any(x.startswith("pytorch") for x in deps), seen,
+                             "[CandidateNotFound]: Unable to find candidates for pytorch. There may exist "
+                             "some issues with the package name or network condition.\n")
+    runner = FakeRunner()
+    runner.on(lock.pdm_command(), pdm)
+    runner.on([lock.sys.executable, "-m", "pip", "index"], Completed((), 0, "pytorch (1.0.2)\nAvailable versions: 1.0.2\n", ""))
+    answer_uv_compile(runner)
+    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"),
+                            persist=lock.persist_to_model_toml)
+    assert out.category == 2 and "rename" in [s.rule for s in out.steps]
+    written = lock.read_pyproject(req.project_dir / "pyproject.toml")["project"]["dependencies"]
+    assert sorted(written) == sorted(seen[-1])
+    assert lock.check_lock_dir(req.project_dir) == []

@@ -527,3 +527,16 @@ def test_conda_form__build_after_a_space__is_not_read_as_conda_and_is_named_by_l
     ms = metadata.parse_requirements_txt("numpy=1.2 =py36\nscipy=1.5=py37_0\n", "requirements.txt")
     assert [(d.name, d.spec) for d in ms.declared] == [("scipy", "scipy=1.5=py37_0")]
     assert any(line == 1 and "numpy=1.2 =py36" in m and "not read" in m for _p, line, m in ms.warnings)
+
+
+def test_environment_yml__conda_entries_with_match_specs__conda_names__pip_sublist_is_pypi() -> None:
+    """gemnet (corpus6 dev): `- pytorch==1.10` in a conda list is conda's pytorch (PyPI's torch),
+    not a PyPI requirement named pytorch; a pip: sub-list's entries are PyPI's, and the conda list
+    goes on after it."""
+    yml = ("dependencies:\n  - python==3.8\n  - pytorch==1.10\n  - scipy>=1.3\n  - pip:\n"
+           "    - pytorch-lightning==1.5.0\n    - xgboost~=1.2.0\n  - pytorch-scatter\n")
+    ms = metadata.parse_environment_yml(yml, "environment.yml")
+    got = [(d.name, d.spec, d.line) for d in ms.declared]
+    assert got == [("torch", "pytorch==1.10", 3), ("scipy", "scipy>=1.3", 4),
+                   ("pytorch-lightning", "pytorch-lightning==1.5.0", 6), ("xgboost", "xgboost~=1.2.0", 7),
+                   ("torch-scatter", "pytorch-scatter", 8)]

@@ -837,6 +837,7 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
     deps_indent = 0
     system: list[tuple[int, str]] = []  # conda packages that are no Python distribution, said once
     conda_items: list[tuple[int, bool]] = []  # (line, carries a build string) of every conda entry
+    pip_indent: int | None = None  # the indent of the "- pip:" line while in its sub-list
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].rstrip()
         if not line.strip():
@@ -851,9 +852,14 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
         if not in_deps or not s.startswith("-"):
             continue
         item = s[1:].strip().strip("'\"")
+        if pip_indent is not None and indent <= pip_indent:
+            pip_indent = None  # back at the conda list
         if item.endswith(":") or item.startswith("pip:"):
-            continue  # the pip: sub-list header; its items follow as '- x'
-        conda = indent <= deps_indent + 2 and "==" not in item and not re.search(r"[<>]", item)
+            pip_indent = indent if item.startswith("pip:") else pip_indent
+            continue  # the pip: sub-list header; its items follow as '- x', indented deeper
+        # a conda entry may carry a conda match spec (pytorch==1.10, scipy>=1.3): still conda's
+        # name (pytorch is torch on PyPI); the pip: sub-list's entries are PyPI requirements
+        conda = pip_indent is None and indent <= deps_indent + 2
         name = re.split(r"[=<>!~ ]", item, maxsplit=1)[0]
         name = name.split("::")[-1]
         if conda:

@@ -11,7 +11,8 @@ far and the facts looked up) and ``next_move`` returns exactly one move:
   exact pins with no release for a Python the submission states move the same way before the first
   lock (rule ``pin-for-stated-python``);
 - ``MovePython``: the Python moves (rules ``sdist-to-older-python``, ``sdist-to-newer-python``,
-  ``imports-to-older-python``, ``not-found-to-older-python``):
+  ``imports-to-older-python``, ``not-found-to-older-python``, ``unresolved-to-older-python``,
+  ``unresolved-to-newer-python``):
   model.toml records it with its reason and the Python it replaced, relock, rebuild. ``restore``:
   when that Python does not lock, every file goes back as it was and the planner is asked again;
 - ``RelockByDate``: relock with nothing newer than the submission's date (imports failing inside
@@ -318,7 +319,7 @@ def _after_unresolved(s: Situation) -> Move:
     ``MAX_UNRESOLVED_MOVES``), every file restored when that Python does not lock either."""
     moved = [m for m in s.moves if m.trigger == "lock"]
     if s.python_stated:
-        return GiveUp("", "")
+        return _stated_unresolved(s, moved)
     if len(moved) >= MAX_UNRESOLVED_MOVES:
         return GiveUp(f"no lock on CPython {', '.join(m.python for m in moved)} either (at most "
                       f"{MAX_UNRESOLVED_MOVES} moves of the Python)")
@@ -336,6 +337,31 @@ def _after_unresolved(s: Situation) -> Move:
               f"{s.python_reason or 'no reason recorded'})")
     return MovePython(target, reason, "unresolved-to-older-python", restore=True,
                       summary=f"no lock for {s.python}")
+
+
+def _stated_unresolved(s: Situation, moved: list[Moved]) -> Move:
+    """A Python the submission states that does not lock (deep-drug-coder and mat, corpus5: a README's
+    `conda create python=3.6` beside rdkit, whose every PyPI release for 3.6 needs a numpy that never
+    had a 3.6 release; conda had its own builds). PyPI's releases for that Python never made a
+    consistent set, so the next newer CPython is tried once (rule ``unresolved-to-newer-python``),
+    said as a deviation from the stated one; every file is restored when it does not lock either."""
+    if moved:
+        return GiveUp("", "")
+    newer = [v for v, _d in RELEASES if version_key(v) > version_key(s.python)]
+    if not newer:
+        return GiveUp("", "")
+    target = newer[0]
+    missing = _interpreter(s, target)
+    if missing:
+        return GiveUp(f"no lock for CPython {s.python}, the Python the submission states ({s.lock_failed}); "
+                      f"{target} might lock, but {missing}", f"install CPython {target} (pyenv install {target}), "
+                      "then rerun")
+    reason = (f"{target}: no lock for CPython {s.python}, the Python the submission states ({s.python_reason}), "
+              f"because {s.lock_failed}: PyPI's releases for {s.python} do not make a consistent set (conda had "
+              f"builds of its own); one minor newer, a deviation from the submission (rule "
+              f"unresolved-to-newer-python; before: {s.python})")
+    return MovePython(target, reason, "unresolved-to-newer-python", restore=True,
+                      summary=f"no lock for the stated {s.python}")
 
 
 # ----------------------------------------------------------------------------------- build

@@ -347,9 +347,23 @@ def test_lock_unresolved__unstated_python__one_minor_older_each_time_at_most_thr
     assert isinstance(end, repair.GiveUp) and "3.12, 3.11, 3.10" in end.reason
 
 
+def test_lock_unresolved__stated_python__one_minor_newer_once__said_as_a_deviation() -> None:
+    # deep-drug-coder (corpus5 dev): conda create python=3.6 beside rdkit, whose PyPI releases for
+    # 3.6 need a numpy that never had a 3.6 release
+    s = _s(python="3.6", python_stated=True, python_reason="README.md:12: conda create python=3.6",
+           lock_failed="conflict (numpy)")
+    move = Oracle().answer(s)
+    assert isinstance(move, repair.MovePython) and move.python == "3.7" and move.restore
+    assert move.rule == "unresolved-to-newer-python" and "deviation" in move.reason and "conflict (numpy)" in move.reason
+    once = (repair.Moved("python", "lock", ok=False, python="3.7"),)
+    assert isinstance(Oracle().answer(replace(s, moves=once)), repair.GiveUp)
+    lacking = Oracle(pythons={"3.6"}).answer(s)
+    assert isinstance(lacking, repair.GiveUp) and "pyenv install 3.7" in lacking.hint
+
+
 def test_lock_unresolved__stated_python_or_missing_interpreter__not_moved() -> None:
     stated = Oracle().answer(_s(python="3.13", python_stated=True, lock_failed="conflict (x)"))
-    assert isinstance(stated, repair.GiveUp)
+    assert isinstance(stated, repair.GiveUp)  # nothing newer
     missing = Oracle(pythons={"3.13"}).answer(_s(python="3.13", lock_failed="conflict (x)"))
     assert isinstance(missing, repair.GiveUp) and "pyenv install 3.12" in missing.hint
 

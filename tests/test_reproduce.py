@@ -988,6 +988,43 @@ def test_reproduce_cli__no_lock_for_the_newest_python__older_ones_tried_first_th
     assert lock_row["status"] == "ok" and "Python moved to 3.10" in lock_row["detail"]
 
 
+def test_reproduce_cli__the_stated_python_does_not_lock__one_minor_newer_kept_as_a_deviation(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """deep-drug-coder (corpus5 dev): a README's conda create python=3.6 beside rdkit, whose PyPI
+    releases for 3.6 need a numpy with no 3.6 release: no lock. The next newer CPython is tried once
+    (rule unresolved-to-newer-python) and kept when it locks, its reason saying it deviates."""
+    import tomllib
+
+    from pyrepro import relax
+    from pyrepro import run as run_mod
+    from pyrepro.lockrecord import Attempt
+
+    root = write_files({"sub/run.py": "import rdkit\n",
+                        "sub/README.md": "# D\n\n```console\nconda create -n d python=3.6 -y\n```\n"})
+    locks: list[str] = []
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        locks.append(spec.python)
+        if spec.python == "3.6":
+            err = "ERROR: Unable to find a resolution for numpy\n  numpy==1.20.* (from rdkit-pypi@2021.3.1)"
+            att = Attempt("as-declared", ("rdkit",), False, 1.0, None, err,
+                          (relax.Problem("conflict", package="numpy", requirements=("numpy==1.20.*",), excerpt=err),))
+            return _lock_outcome(spec, att)
+        return _lock_outcome(spec)
+
+    _fake_pipeline(monkeypatch, fake_lock)
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["rdkit"])
+    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [("rdkit", "ok", "")])
+    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json", "--offline"])
+    rec = _json(capsys)
+    assert code == 0, rec
+    assert locks == ["3.6", "3.7"]
+    doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
+    assert doc["python"] == "3.7" and "unresolved-to-newer-python" in doc["python_reason"]
+    assert "deviation" in doc["python_reason"] and "conflict (numpy)" in doc["python_reason"]
+
+
 def test_reproduce_cli__undated_installed_code_fails_to_import__relocked_by_the_era_of_its_release(
         project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -41,7 +41,8 @@ def _req_name(req: str, spec: ModelSpec, key: str) -> str:
 def dependencies(spec: ModelSpec) -> list[str]:
     """The model's PEP 508 dependency list (see module docstring)."""
     d = spec.dependencies
-    removed = {_req_name(r, spec, "dependencies.remove") for r in d.remove}
+    removed = {_req_name(r, spec, "dependencies.remove") for r in d.remove} | \
+        {_req_name(r, spec, "dependencies.dropped") for r in d.dropped}
     non_pypi = {canonicalize_name(e.name) for e in spec.extra_sources}
     reqs: dict[str, str] = {}
     for key, items in (("dependencies.scanned", d.scanned), ("dependencies.extra", d.extra)):

@@ -18,7 +18,7 @@ from pyrepro import proc
 from pyrepro.errors import MissingToolError, UsageError
 from pyrepro.proc import Runner
 
-_VERSION = re.compile(r"^3\.\d+$")
+_VERSION = re.compile(r"^(?:3\.\d+|2\.7)$")  # 2.7: locked by pip (pyrepro.piplock), built with virtualenv
 
 # The one table of CPython minor versions pyrepro can target, with their first release date
 # (python.org): init's choice (pyrepro.evidence), the repair planner's moves (pyrepro.repair) and

@@ -38,7 +38,7 @@ from typing import Any
 
 import tomlkit
 
-from pyrepro import lockplan, proc, relax, uvtool
+from pyrepro import lockplan, piplock, proc, relax, uvtool
 from pyrepro.errors import (
     InputError,
     NetworkError,
@@ -432,14 +432,16 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             raise InputError(f"dependency {d!r} is not a PEP 508 requirement", path=pyproject_path,
                              key=f"project.dependencies[{i}]",
                              hint="write it like 'name>=1.0'; regenerate from model.toml")
+    by_pip = piplock.targets_pip(req.python)  # Python 2: pip on that interpreter locks (pyrepro.piplock)
     if python_exe is None:
         # pdm cannot run a 3.6/3.7 interpreter: it runs a stand-in, and the lock needs none of the target's
-        python_exe = stand_in_interpreter(req.python) if needs_stand_in(req.python) else find_python(req.python)
+        python_exe = stand_in_interpreter(req.python) if needs_stand_in(req.python) and not by_pip \
+            else find_python(req.python)
     label = f"lock {req.name}"
     progress.start(label, total=None)
     attempts: list[Attempt] = []
     runs: dict[int, _Run] = {}
-    era = _bound(req.submitted)
+    era = None if by_pip else _bound(req.submitted)  # pip takes no date bound
     sit = lockplan.start(declared, first=start, era_bound=era, imported=req.imported)
     t0 = time.monotonic()
 
@@ -452,9 +454,15 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             (work / "pyproject.toml").write_text(text if rs == declared else with_dependencies(text, rs),
                                                  encoding="utf-8")
             budget = attempt_budget(move.strategy, move.bound, era, timeout, "relaxed" in sit.order)
-            run = _run_pdm(work, req.python, move.bound, runner=runner, python_exe=python_exe,
-                           timeout=budget, aarch64=aarch64,
-                           on_line=output_detail(progress, label, ResolverDetail()))
+            if by_pip:
+                ok, out, secs, locked_text = piplock.run_pip_lock(
+                    work, req.python, python_exe, runner=runner, timeout=budget,
+                    content_hash=content_hash(read_pyproject(work / "pyproject.toml")))
+                run = _Run(ok, out, secs, locked_text, "not locked: pip locks for the machine it runs on")
+            else:
+                run = _run_pdm(work, req.python, move.bound, runner=runner, python_exe=python_exe,
+                               timeout=budget, aarch64=aarch64,
+                               on_line=output_detail(progress, label, ResolverDetail()))
         problems: tuple[relax.Problem, ...] = ()
         if run.ok:
             dummies = _dummy_problems(read_lock_versions(run.lock_text))
@@ -484,7 +492,9 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
         move = lockplan.next_move(sit)
         if isinstance(move, lockplan.LookUp):
             guides = None
-            if move.guide is not None:
+            if move.guide is not None and by_pip:
+                guides = {move.guide: uvtool.Guide((), f"uv does not resolve for Python {req.python}")}
+            elif move.guide is not None:
                 progress.advance(label, 0, "the resolver had nothing to act on: asking uv for a resolution")
                 guides = {move.guide: uvtool.guide(move.guide, req.python, sit.relax_bound, runner=runner,
                                                    cache=uvtool.uv_cache(cache_dir()))}
@@ -526,6 +536,8 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     if req.overrides:
         category = 3
     fidelity = list(req.fidelity)
+    if by_pip:
+        fidelity.append(piplock.FIDELITY.format(python=req.python))
     for s in steps:
         fidelity.append(f"relaxed {s.summary} ({s.reason})")
     if strategy == "relaxed":
@@ -578,9 +590,10 @@ def persist_to_model_toml(req: LockRequest, steps: Sequence[relax.Step]) -> None
         raise ResolutionError(f"{req.name}: no model.toml to record the relaxation in")
     doc = tomlkit.parse(req.model_toml.read_text(encoding="utf-8"))
     deps = doc.setdefault("dependencies", tomlkit.table())
-    pins = deps.setdefault("pins", tomlkit.aot())
-    remove = deps.setdefault("remove", tomlkit.array())
+    pins = _pins_of(deps)
+    remove = deps.get("remove") or []
     extra = deps.setdefault("extra", tomlkit.array())
+    dropped = deps.get("dropped")
     for s in steps:
         old = relax.req_name(s.before) if s.before else ""
         new = relax.req_name(s.after) if s.after else ""
@@ -598,12 +611,43 @@ def persist_to_model_toml(req: LockRequest, steps: Sequence[relax.Step]) -> None
                 pins.remove(p)
             for e in [e for e in extra if old and relax.req_name(str(e)) == old]:
                 extra.remove(e)
+            # left out by a relaxation (renamed or dropped), not by a reviewer: its modules are still
+            # import-checked, so a dropped rdkit-pypi (no Python 2 release) fails the check by name
             if old and old not in remove:
-                remove.append(old)
+                if dropped is None:
+                    dropped = deps.setdefault("dropped", tomlkit.array())
+                if old not in dropped:
+                    dropped.append(old)
             if new and s.after not in extra:
                 extra.append(s.after)
+    _prune_pins(deps)
     atomic_write_text(req.model_toml, tomlkit.dumps(doc))
     _regenerate(req)
+
+
+def _pins_of(deps: Any) -> Any:
+    """``[[dependencies.pins]]`` as an array of tables to edit. An emptied one was written by
+    tomlkit as ``pins = []``, an inline array: a table appended to that came out as ``pins =
+    [name = ...]``, which is no TOML (equibind, corpus6: every later read of model.toml failed)."""
+    pins = deps.get("pins")
+    if isinstance(pins, tomlkit.items.AoT):
+        return pins
+    fresh = tomlkit.aot()
+    for t in list(pins or []):
+        if isinstance(t, dict):
+            table = tomlkit.table()
+            table.update(t)
+            fresh.append(table)
+    if "pins" in deps:
+        del deps["pins"]
+    deps["pins"] = fresh
+    return deps["pins"]
+
+
+def _prune_pins(deps: Any) -> None:
+    """No ``pins`` key at all when no pin is left (see ``_pins_of``)."""
+    if deps is not None and "pins" in deps and not len(deps["pins"]):
+        del deps["pins"]
 
 
 def _rule_marker(rule: str) -> str:
@@ -620,6 +664,7 @@ def _drop_guided_pins(doc: Any) -> None:
         return
     for p in [p for p in pins if _rule_marker(lockplan.GUIDED_RULE) in str(p.get("reason", ""))]:
         pins.remove(p)
+    _prune_pins(doc.get("dependencies"))
 
 
 def persist_python(req: LockRequest, python: str, reason: str) -> None:

@@ -133,8 +133,10 @@ def render_record(o: LockOutcome, stamp: dt.datetime) -> str:
     doc["targets"] = list(o.targets)
     if o.exclude_newer:
         doc["exclude_newer"] = o.exclude_newer
-    doc["resolver"] = "pdm"
-    doc["pdm"] = _pdm_version()
+    by_pip = o.python.split(".")[0] == "2"  # pyrepro.piplock: pip on the target interpreter
+    doc["resolver"] = "pip" if by_pip else "pdm"
+    if not by_pip:
+        doc["pdm"] = _pdm_version()
     doc["locked_at"] = stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
     doc["seconds"] = round(o.seconds, 1)
     doc["packages"] = o.packages

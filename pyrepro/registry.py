@@ -110,6 +110,10 @@ class Dependencies:
     extra: tuple[str, ...] = ()
     remove: tuple[str, ...] = ()
     pins: tuple[Pin, ...] = ()
+    #: distributions a lock relaxation dropped (rdkit-pypi has no Python 2 release): left out of
+    #: the pyproject like ``remove``, but their modules are still import-checked (``remove`` is a
+    #: reviewer's word that the code needing them never runs)
+    dropped: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -319,7 +323,7 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
     rt = r.table("runtime", required=False)
     rt.unknown({"tools"})
     d = r.table("dependencies", required=False)
-    d.unknown({"scanned", "extra", "remove", "pins"})
+    d.unknown({"scanned", "extra", "remove", "dropped", "pins"})
     pins = []
     for p in d.tables("pins"):
         p.unknown({"name", "spec", "reason"})
@@ -357,7 +361,7 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
         test=test,
         tools=rt.strs("tools", default=()),
         dependencies=Dependencies(scanned=d.strs("scanned", default=()), extra=d.strs("extra", default=()), remove=d.strs("remove", default=()),
-                                  pins=tuple(pins)),
+                                  pins=tuple(pins), dropped=d.strs("dropped", default=())),
         predictions=tuple(preds),
         notes=r.text("notes", default=""),
         mapping=_mapping(r),

@@ -345,7 +345,7 @@ def _stated_unresolved(s: Situation, moved: list[Moved]) -> Move:
     had a 3.6 release; conda had its own builds). PyPI's releases for that Python never made a
     consistent set, so the next newer CPython is tried once (rule ``unresolved-to-newer-python``),
     said as a deviation from the stated one; every file is restored when it does not lock either."""
-    if moved:
+    if moved or _python2(s):  # Python 2 code does not run on a Python 3
         return GiveUp("", "")
     newer = [v for v, _d in RELEASES if version_key(v) > version_key(s.python)]
     if not newer:
@@ -394,7 +394,7 @@ def _after_build(s: Situation) -> Move:
         steps, why = _wheel_steps(s, tried)
         if not steps:
             move = _with_rule(_older_python(s, set()), "sdist-to-older-python")
-        if not steps and move is None and not undone:
+        if not steps and move is None and not undone and not _python2(s):
             move = _with_rule(_newer_python(s), "sdist-to-newer-python")
     if move is not None:
         missing = _interpreter(s, move[0])
@@ -415,13 +415,19 @@ def _with_rule(found: tuple[str, str] | None, rule: str) -> tuple[str, str, str]
     return (*found, rule) if found is not None else None
 
 
+def _python2(s: Situation) -> bool:
+    """Python 2 code: pip locks it with no date bound (``pyrepro.piplock``), so no move by date
+    helps, and no Python 3 runs it."""
+    return s.python.startswith("2.")
+
+
 def _era_of_failing_sdist(s: Situation) -> RelockByEra | None:
     """An undated submission whose locked sdist does not build and no Python or release move helps:
     today's releases beside it are the likely cause (perovskite-ordering: torch 1.13.1's
     cpp_extension imports pkg_resources, which the newest setuptools the lock took no longer ships,
     so torch-scatter 2.1.1's setup.py cannot even start). The sdist's upload day becomes the date
     bound, once (rule ``era-of-failing-sdist``); the Python stays. None when dated or tried."""
-    if s.dated or any(m.kind == "era-of" for m in s.moves):
+    if s.dated or any(m.kind == "era-of" for m in s.moves) or _python2(s):
         return None
     pkg, version = s.sdists[0]
     when = _upload_day(s, pkg, version)
@@ -514,11 +520,15 @@ def _older_python(s: Situation, undone: set[str]) -> tuple[str, str] | None:
 
 # --------------------------------------------------------------------------------- imports
 
+# Python 3 quotes the module ("No module named 'x.y'"), Python 2 does not ("No module named y")
+_NO_MODULE = re.compile(r"No module named '?([A-Za-z_][\w.]*)")
+
+
 def not_provided(row: tuple[str, str, str]) -> bool:
     """An import check row failing only because no installed distribution provides the module
     (``No module named 'compute_metrics'`` for ``compute_metrics``), not because of an error
     inside installed code."""
-    m = re.search(r"No module named '([^']+)'", row[2])
+    m = _NO_MODULE.search(row[2])
     return bool(m) and m.group(1).split(".")[0] == row[0].split(".")[0]
 
 
@@ -529,10 +539,12 @@ def undeclared_dependency(row: tuple[str, str, str], python: str) -> str | None:
     left the standard library is ``imports-to-older-python``'s); else None."""
     from pyrepro.scan.stdlib import stdlib_names
 
-    m = re.search(r"No module named '([A-Za-z_]\w*)'", row[2])
-    if not m or m.group(1) == row[0].split(".")[0]:
+    m = _NO_MODULE.search(row[2])
+    if not m or "." in m.group(1) or m.group(1) == row[0].split(".")[0]:
         return None
-    if any(m.group(1) in stdlib_names(v) for v, _d in RELEASES) or m.group(1) in stdlib_names(python):
+    # on Python 2 a module of Python 3's standard library (builtins, queue) is a backport's
+    pythons = [python] if python.startswith("2.") else [v for v, _d in RELEASES] + [python]
+    if any(m.group(1) in stdlib_names(v) for v in pythons):
         return None
     return m.group(1)
 
@@ -559,12 +571,12 @@ def _after_imports(s: Situation) -> Move:
     move = _provider_next_release(s, inside)
     if move is not None:
         return move
-    if inside and "era" not in tried and s.strategy == "as-declared" and s.dated:
+    if inside and "era" not in tried and s.strategy == "as-declared" and s.dated and not _python2(s):
         # newest releases mixed with the submission's old pins (cdvae_model: pandas 1.5.3 beside
         # numpy 2.4 fails with "numpy.dtype size changed"): nothing newer than the submission's date
         first = inside[0]
         return RelockByDate(f"{first[0]} fails to import inside installed code ({first[2][:160]})")
-    if inside and "era-of" not in tried and not s.dated:
+    if inside and "era-of" not in tried and not s.dated and not _python2(s):
         move = _era_of_failing_release(s, inside)
         if move is not None:
             return move
@@ -652,12 +664,13 @@ def _removed_stdlib(python: str, rows: list[tuple[str, str, str]]) -> tuple[str,
     from pyrepro.scan.stdlib import stdlib_names
 
     for _module, _status, message in rows:
-        m = re.search(r"No module named '([A-Za-z_][\w]*)", message)
-        if not m or m.group(1) in stdlib_names(python):
+        m = _NO_MODULE.search(message)
+        top = m.group(1).split(".")[0] if m else ""
+        if not top or top in stdlib_names(python):
             continue
-        having = [v for v in older_pythons(python) if m.group(1) in stdlib_names(v)]
+        having = [v for v in older_pythons(python) if top in stdlib_names(v)]
         if having:
-            return having[-1], m.group(1)
+            return having[-1], top
     return None
 
 

@@ -311,11 +311,6 @@ def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any]
     # 2. lock
     t0 = clock()
     steps.begin(f"reproduce {name}: lock (Python {spec.python})")
-    if not spec.python.startswith("3."):
-        py2 = ResolutionError(f"Python {spec.python} ({spec.python_reason}): pdm locks for Python 3 only",
-                              hint="port the code to Python 3 (a patch series), then rerun with --python 3.X")
-        stages.append(Stage("lock", "failed", clock() - t0, str(py2), py2.hint or "", category=4))
-        return done(py2)
     try:
         from pyrepro import lock
 

@@ -512,7 +512,24 @@ def run_many(specs: Sequence[ModelSpec], paths: Paths, *, benchmark: str | None,
 
 
 _IMPORT_PROBE = r"""
-import importlib, importlib.util, json, os, re, sys, sysconfig
+import importlib, json, os, re, sys, sysconfig
+try:
+    from importlib.util import find_spec
+
+    def origin_of(mod):
+        found = find_spec(mod)
+        return None if found is None else (found.origin or "")
+except ImportError:  # Python 2 (a Python 2 submission's environment): imp finds modules
+    import imp
+
+    def origin_of(mod):
+        try:
+            handle, path, _desc = imp.find_module(mod)
+        except ImportError:
+            return None
+        if handle:
+            handle.close()
+        return path or ""
 stdlib = sysconfig.get_paths()["stdlib"]
 req = json.loads(sys.argv[1])
 wanted = list(req.get("modules", []))
@@ -529,12 +546,11 @@ if req.get("distributions"):
             # metadata-derived names are imported only when they exist; scanned names always are.
             # A name that is a standard-library module (pyxtal ships a top-level 'test') would
             # import the stdlib's, proving nothing: skipped too.
-            if mod.startswith("_") or not mod.isidentifier() or mod in wanted \
+            if mod.startswith("_") or not re.match(r"^[A-Za-z_]\w*$", mod) or mod in wanted \
                     or mod in getattr(sys, "stdlib_module_names", ()):
                 continue
-            found = importlib.util.find_spec(mod)
-            origin = (found.origin or "") if found else ""
-            if found is None or (origin.startswith(stdlib) and "site-packages" not in origin):
+            origin = origin_of(mod)
+            if origin is None or (origin.startswith(stdlib) and "site-packages" not in origin):
                 continue
             wanted.append(mod)
 res = []

@@ -1,8 +1,8 @@
 """The top-level modules a distribution provides: the one computation, used for a wheel's file
 list on the index (``pyrepro.index``), an installed distribution's files (``pyrepro.resolve``),
 and inside a model environment by the import check (``pyrepro.run`` sends this module's source
-to the environment's own interpreter, so it is written for every Python 3 pyrepro targets, 3.6
-included: no annotations evaluated at run time, standard library only).
+to the environment's own interpreter, so it is written for every Python pyrepro targets, 2.7 and
+3.6 included: no annotations evaluated at run time, standard library only).
 """
 
 import re
@@ -67,7 +67,9 @@ def distribution_top_levels(top_level_txt, paths):
 def installed_distributions(entries):
     """(name, top-level modules) of every distribution installed in the folders ``entries`` (a
     ``sys.path``), read from their ``*.dist-info`` folders (METADATA's ``Name``, ``top_level.txt``,
-    ``RECORD``) without ``importlib.metadata``, which CPython 3.6 and 3.7 lack."""
+    ``RECORD``) without ``importlib.metadata``, which CPython 3.6 and 3.7 lack. Python 2 runs it
+    too (a Python 2 submission's environment): ``io.open``, and IOError, which is no OSError there."""
+    import io
     import os
 
     for entry in entries:
@@ -81,27 +83,27 @@ def installed_distributions(entries):
             folder = os.path.join(entry, d)
             name = ""
             try:
-                with open(os.path.join(folder, "METADATA"), encoding="utf-8", errors="replace") as fh:
+                with io.open(os.path.join(folder, "METADATA"), encoding="utf-8", errors="replace") as fh:
                     for line in fh:
                         if not line.strip():
                             break
                         if line.lower().startswith("name:"):
                             name = line.split(":", 1)[1].strip()
                             break
-            except OSError:
+            except (IOError, OSError):
                 continue
             if not name:
                 continue
             said = None
             try:
-                with open(os.path.join(folder, "top_level.txt"), encoding="utf-8", errors="replace") as fh:
+                with io.open(os.path.join(folder, "top_level.txt"), encoding="utf-8", errors="replace") as fh:
                     said = fh.read()
-            except OSError:
+            except (IOError, OSError):
                 pass
             files = []
             try:
-                with open(os.path.join(folder, "RECORD"), encoding="utf-8", errors="replace") as fh:
+                with io.open(os.path.join(folder, "RECORD"), encoding="utf-8", errors="replace") as fh:
                     files = [line.split(",", 1)[0] for line in fh if line.strip()]
-            except OSError:
+            except (IOError, OSError):
                 pass
             yield name, distribution_top_levels(said, files)

@@ -27,6 +27,9 @@ def test_check_imports__mini_env__scanned_ok_unknown_reported(tmp_path: Path) ->
     assert run.scanned_modules(spec, built) == ["six"]
     removed = dataclasses.replace(spec, dependencies=dataclasses.replace(spec.dependencies, remove=("Six",)))
     assert run.scanned_modules(removed, built) == []
+    # a relaxation dropped it (dependencies.dropped): left out of the pyproject, still checked
+    dropped = dataclasses.replace(spec, dependencies=dataclasses.replace(spec.dependencies, dropped=("six",)))
+    assert run.scanned_modules(dropped, built) == ["six"]
     rows = run.check_imports(spec, built)
     assert ("six", "ok", "") in rows and all(r[1] == "ok" for r in rows)
     bad = run.check_imports(spec, built, modules=["six", "no_such_module_xyz"])

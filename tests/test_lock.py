@@ -781,6 +781,48 @@ def test_persist__a_renamed_then_relaxed_pin__the_pyproject_is_what_was_locked(
     assert tuple(dependencies(parse_model(spec.path))) == cur == ("numpy", "rdkit-pypi")
 
 
+def test_persist__renamed_then_dropped__dropped_not_removed__the_import_check_still_sees_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """graph2graph (corpus6 dev, Python 2.7): rdkit became rdkit-pypi (former-name), which has no
+    Python 2 release, so it was dropped (not-on-index). Written to ``remove``, the reviewer's list,
+    the import check left rdkit out and the submission passed without it. A relaxation's renames
+    and drops go to ``dropped``: out of the pyproject, still import-checked."""
+    from pyrepro import relax
+    from pyrepro.generate import dependencies
+    from pyrepro.registry import parse_model
+
+    spec = _init_sub(tmp_path, monkeypatch, "import numpy\nimport rdkit\n", "numpy\n")
+    steps = [relax.Step("former-name", "rdkit", "rdkit", "rdkit-pypi", "test", ("numpy", "rdkit-pypi")),
+             relax.Step("not-on-index", "rdkit-pypi", "rdkit-pypi", "", "test", ("numpy",))]
+    lock.persist_to_model_toml(lock.LockRequest.from_spec(spec), steps)
+    after = parse_model(spec.path)
+    assert dependencies(after) == ["numpy"]
+    assert set(after.dependencies.dropped) == {"rdkit", "rdkit-pypi"} and after.dependencies.remove == ()
+
+
+def test_persist__guided_pins_taken_back_then_a_wheel_pin__model_toml_stays_toml(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """equibind (corpus6 dev): a new Python took back the only pins (resolver-guided); tomlkit wrote
+    the emptied array of tables as ``pins = []``, and the sdist-to-wheel pin appended next came out
+    as ``pins = [name = ...``: no TOML, and every later read of model.toml failed."""
+    import tomllib
+
+    from pyrepro import lockplan, relax
+    from pyrepro.registry import parse_model
+
+    spec = _init_sub(tmp_path, monkeypatch, "import wandb\n", "wandb\n")
+    req = lock.LockRequest.from_spec(spec)
+    lock.persist_to_model_toml(req, [relax.Step(lockplan.GUIDED_RULE, "wandb", "wandb", "wandb==0.22.3", "uv",
+                                                ("wandb==0.22.3",))])
+    lock.persist_python(req, "3.10", "a new Python")
+    assert "pins" not in tomllib.loads(spec.path.read_text())["dependencies"]
+    spec.path.write_text(spec.path.read_text().replace("[dependencies]\n", "[dependencies]\npins = []\n"))  # as written before
+    lock.persist_to_model_toml(req, [relax.Step("sdist-to-wheel", "wandb", "wandb==0.1", "wandb==0.2", "wheel", ())])
+    doc = tomllib.loads(spec.path.read_text())
+    assert [(p["name"], p["spec"]) for p in doc["dependencies"]["pins"]] == [("wandb", "==0.2")]
+    assert parse_model(spec.path).python == "3.10"
+
+
 def test_persist__a_new_python_or_date__takes_back_the_guided_pins(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """graphgps (corpus5 dev): uv's versions for CPython 3.10 with no date were pinned (rule

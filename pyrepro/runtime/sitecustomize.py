@@ -78,7 +78,7 @@ class _Finder:
                 try:
                     hook(module)
                 except Exception as exc:  # never break the model because of this convenience
-                    sys.stderr.write(f"pyrepro sitecustomize: {hook.__name__} hook not installed: {exc!r}\n")
+                    sys.stderr.write("pyrepro sitecustomize: %s hook not installed: %r\n" % (hook.__name__, exc))
 
         loader.exec_module = exec_module
         return spec
@@ -101,16 +101,22 @@ def _chain():
     spec.loader.exec_module(module)
 
 
-if os.environ.get("PYREPRO_DATA_DIR") or os.environ.get("PYREPRO_SEEDS_FILE"):
-    with contextlib.suppress(Exception):
-        sys.meta_path.insert(0, _Finder())
-if os.environ.get("PYREPRO_SEEDS_FILE"):
-    with contextlib.suppress(Exception):
-        import random as _random
+def _start():
+    if os.environ.get("PYREPRO_DATA_DIR") or os.environ.get("PYREPRO_SEEDS_FILE"):
+        with contextlib.suppress(Exception):
+            sys.meta_path.insert(0, _Finder())
+    if os.environ.get("PYREPRO_SEEDS_FILE"):
+        with contextlib.suppress(Exception):
+            import random as _random
 
-        _seeds(_random)
+            _seeds(_random)
+    try:
+        _chain()
+    except Exception as exc:
+        sys.stderr.write("pyrepro sitecustomize: chained sitecustomize failed: %r\n" % (exc,))
 
-try:
-    _chain()
-except Exception as _exc:
-    sys.stderr.write(f"pyrepro sitecustomize: chained sitecustomize failed: {_exc!r}\n")
+
+# Python 2 (a Python 2 submission's environment) compiles this file but has none of the hooks'
+# machinery (importlib.machinery, contextlib.suppress): there it does nothing
+if sys.version_info[0] >= 3:
+    _start()

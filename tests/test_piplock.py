@@ -1,0 +1,140 @@
+"""Python 2 submissions: pip on the target interpreter locks (``pyrepro.piplock``), virtualenv
+builds, the import probe runs on Python 2. Through ``lock_request`` with a fake pip, and (network,
+integration) for real from an empty cache."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pyrepro import lock, piplock
+from pyrepro.proc import Completed
+from tests.fakes import FakeRunner
+
+PY2 = Path("/opt/fake/python2.7")
+
+
+def _project(tmp_path: Path, deps: list[str]) -> Path:
+    d = tmp_path / "proj"
+    d.mkdir()
+    body = ", ".join(f'"{x}"' for x in deps)
+    d.joinpath("pyproject.toml").write_text(f'[project]\nname = "m"\nversion = "0"\nrequires-python = "==2.7.*"\n'
+                                            f"dependencies = [{body}]\n\n[tool.pdm]\ndistribution = false\n")
+    return d
+
+
+def _fake_pip(files: dict[str, bytes], seen: list[list[str]], fail: str = "") -> FakeRunner:
+    """A ``python2.7 -m pip download`` that saves ``files`` into its --dest (or fails with ``fail``)."""
+    def pip(argv, cwd, env):  # type: ignore[no-untyped-def]
+        seen.append(list(argv))
+        if fail:
+            return Completed(tuple(argv), 1, "", fail)
+        dest = Path(argv[argv.index("--dest") + 1])
+        for name, body in files.items():
+            (dest / name).write_bytes(body)
+        return Completed(tuple(argv), 0, "Successfully downloaded", "")
+
+    return FakeRunner().on([str(PY2), "-m", "pip", "download"], pip)
+
+
+def test_lock_request__python_27__pip_downloads__a_pdm_lock_with_hashes_and_no_date_bound(tmp_path: Path) -> None:
+    d = _project(tmp_path, ["six", "numpy<1.17"])
+    seen: list[list[str]] = []
+    files = {"six-1.16.0-py2.py3-none-any.whl": b"six", "numpy-1.16.6-cp27-cp27mu-manylinux1_x86_64.whl": b"np",
+             "future-0.18.3.tar.gz": b"future"}
+    runner = _fake_pip(files, seen)
+    req = lock.LockRequest("m", d, "2.7", submitted=dt.date(2019, 5, 1))
+    out = lock.lock_request(req, runner=runner, python_exe=PY2)
+    assert out.category == 1 and out.strategy == "as-declared" and len(seen) == 1  # no date-bounded attempt
+    assert Path(seen[0][seen[0].index("-r") + 1]).name == "requirements.in"
+    text = (d / "pdm.lock").read_text()
+    assert f'hash = "sha256:{hashlib.sha256(b"np").hexdigest()}"' in text
+    assert lock.read_lock_versions(text) == {"future": "0.18.3", "numpy": "1.16.6", "six": "1.16.0"}
+    assert lock.check_lock_dir(d) == []  # pdm's content hash, files with file and hash
+    record = (d / "lock.toml").read_text()
+    assert 'resolver = "pip"' in record and "no date bound" in record and "pdm = " not in record
+    from pyrepro.backends.local import locked_packages
+
+    pkgs = {p.name: p for p in locked_packages(d / "pdm.lock", "2.7", "linux-x86_64")}
+    assert pkgs["future"].sdist_only and not pkgs["six"].sdist_only
+
+
+def test_lock_request__python_27__pip_finds_no_release__the_relaxation_rules_read_pips_words(
+        tmp_path: Path) -> None:
+    """pip's "No matching distribution found" is read like pdm's not-found: a name the index lacks
+    is dropped (rule not-on-index) and pip locks the rest."""
+    d = _project(tmp_path, ["six", "nosuchthing==9.9"])
+    seen: list[list[str]] = []
+    msg = ("ERROR: Could not find a version that satisfies the requirement nosuchthing==9.9 (from -r r.in (line 1)) "
+           "(from versions: none)\nERROR: No matching distribution found for nosuchthing==9.9\n")
+
+    def pip(argv, cwd, env):  # type: ignore[no-untyped-def]
+        reqs = Path(argv[argv.index("-r") + 1]).read_text().split()
+        seen.append(reqs)
+        if "nosuchthing==9.9" in reqs:
+            return Completed(tuple(argv), 1, "", msg)
+        (Path(argv[argv.index("--dest") + 1]) / "six-1.16.0-py2.py3-none-any.whl").write_bytes(b"six")
+        return Completed(tuple(argv), 0, "", "")
+
+    runner = FakeRunner().on([str(PY2), "-m", "pip", "download"], pip)
+    runner.on([lock.sys.executable, "-m", "pip", "index"], Completed((), 1, "", "ERROR: No matching distribution"))
+    runner.on([lock.sys.executable, "-c"], Completed((), 0, "\n", ""))
+    out = lock.lock_request(lock.LockRequest("m", d, "2.7"), runner=runner, python_exe=PY2)
+    assert out.category == 2 and [s.rule for s in out.steps] == ["not-on-index"]
+    assert "satisfies the requirement nosuchthing==9.9" in out.steps[0].trigger
+    assert seen[-1] == ["six"] and lock.read_lock_versions((d / "pdm.lock").read_text()) == {"six": "1.16.0"}
+
+
+@given(st.from_regex(r"[a-z][a-z0-9]{0,6}(_[a-z0-9]{1,4}){0,2}", fullmatch=True), st.from_regex(r"[0-9]{1,3}(\.[0-9]{1,3}){0,2}", fullmatch=True),
+       st.sampled_from(["-py2-none-any.whl", "-cp27-cp27mu-manylinux1_x86_64.whl", ".tar.gz", ".zip", ".tar.bz2"]))
+def test_package_of__downloaded_file_names__name_and_version(name: str, version: str, tail: str) -> None:
+    from packaging.utils import canonicalize_name
+    from packaging.version import Version
+
+    got = piplock.package_of(f"{name}-{version}{tail}")
+    assert got is not None and got[0] == canonicalize_name(name) and Version(got[1]) == Version(version)
+
+
+def test_targets_pip__only_python_2() -> None:
+    assert piplock.targets_pip("2.7") and not piplock.targets_pip("3.6") and not piplock.targets_pip("3.13")
+
+
+@pytest.mark.integration
+@pytest.mark.network
+def test_python_27__real_pip_lock_virtualenv_build_and_import_check(tmp_path: Path) -> None:
+    """From an empty cache: a Python 2 model's lock by pip, its environment by virtualenv 20.21.1,
+    and the import probe on Python 2 (six imports, a missing module is named the Python 2 way)."""
+    from pyrepro.interpreters import find_python
+
+    try:
+        py2 = find_python("2.7")
+    except Exception:
+        pytest.skip("no CPython 2.7 here")
+    from pyrepro.backends import local
+    from pyrepro.paths import Paths
+
+    d = _project(tmp_path, ["six==1.16.0"])
+    out = lock.lock_request(lock.LockRequest("m", d, "2.7"), python_exe=py2, aarch64=False)
+    assert out.category == 1 and lock.check_lock_dir(d) == []
+    paths = Paths(root=tmp_path, cache=tmp_path / "cache")
+    env = tmp_path / "env"
+    local.make_venv(py2, "2.7", env, paths)
+    pkgs = local.locked_packages(d / "pdm.lock", "2.7", "linux-x86_64")
+    (tmp_path / "req.txt").write_text(local.requirements_text(pkgs))
+    from pyrepro import proc
+
+    proc.run([str(env / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps", "-r",
+              str(tmp_path / "req.txt")], timeout=600)
+    from pyrepro.run import _import_probe
+
+    done = proc.run([str(env / "bin" / "python"), "-c", _import_probe(),
+                     '{"modules": ["six", "no_such_mod"], "distributions": ["six"], "folders": {}}'], timeout=120)
+    rows = __import__("json").loads(done.stdout.strip().splitlines()[-1])
+    assert ["six", "ok", ""] in rows and any(r[0] == "no_such_mod" and "No module named" in r[2] for r in rows)
+    shutil.rmtree(env, ignore_errors=True)

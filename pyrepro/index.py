@@ -117,6 +117,27 @@ class Index:
             _cache_write(path, files)
         return files
 
+    def file_hashes(self, name: str, version: str) -> list[tuple[str, str]]:
+        """(file name, "sha256:<hex>") of every file of ``name==version`` the index lists with a
+        sha256 (PEP 691 ``hashes``); [] when none or the index cannot be asked."""
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            want = Version(version)
+        except InvalidVersion:
+            return []
+        out = []
+        for f in (self._project(name) or {}).get("files", []):
+            if not isinstance(f, dict) or not isinstance(f.get("hashes"), dict) or not f["hashes"].get("sha256"):
+                continue
+            v = _version_of(str(f.get("filename", "")))
+            try:
+                if v is not None and Version(v) == want:
+                    out.append((str(f["filename"]), f"sha256:{f['hashes']['sha256']}"))
+            except InvalidVersion:
+                continue
+        return out
+
     def uploaded(self, name: str, version: str) -> str | None:
         """The day (ISO) the index first received a file of ``name==version`` (PEP 700
         ``upload-time``), or None when the index does not say."""

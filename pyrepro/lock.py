@@ -50,6 +50,7 @@ from pyrepro.lockplan import MAX_STEPS, STRATEGIES, Strategy  # noqa: F401  (re-
 from pyrepro.lockrecord import (  # noqa: F401  (re-exported: the record lives in pyrepro/lockrecord.py)
     CATEGORIES,
     RECORD_SCHEMA,
+    UV_LOCKED,
     Attempt,
     Drift,
     LockOutcome,
@@ -85,6 +86,7 @@ from pyrepro.pdmrun import (  # noqa: F401
     pdm_command,
     stand_in_interpreter,
 )
+from pyrepro.interpreters import lock_range
 from pyrepro.proc import Runner
 from pyrepro.progress import NULL_PROGRESS, Progress, output_detail
 from pyrepro.registry import ModelSpec
@@ -454,7 +456,15 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             (work / "pyproject.toml").write_text(text if rs == declared else with_dependencies(text, rs),
                                                  encoding="utf-8")
             budget = attempt_budget(move.strategy, move.bound, era, timeout, "relaxed" in sit.order)
-            if by_pip:
+            if move.resolver == "uv":
+                progress.advance(label, 0, "pdm refused the set uv resolved: the lock from uv's resolution")
+                t_uv = time.monotonic()
+                ok, out, locked_text = uvtool.lock_with_uv(
+                    rs, req.python, move.bound, runner=runner, cache=uvtool.uv_cache(cache_dir()),
+                    files_of=_index().file_hashes, requires_python=lock_range(req.python),
+                    content_hash=content_hash(read_pyproject(work / "pyproject.toml")))
+                run = _Run(ok, out, time.monotonic() - t_uv, locked_text, "not locked: uv resolved for x86_64")
+            elif by_pip:
                 ok, out, secs, locked_text = piplock.run_pip_lock(
                     work, req.python, python_exe, runner=runner, timeout=budget,
                     content_hash=content_hash(read_pyproject(work / "pyproject.toml")))
@@ -486,7 +496,7 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
         error = "" if run.ok else _trim(run.text)
         attempts.append(Attempt(move.strategy, rs, run.ok, run.seconds, move.bound, error, problems, run.aarch64))
         runs[len(attempts) - 1] = run
-        return lockplan.Tried(move.strategy, rs, move.bound, run.ok, problems, error)
+        return lockplan.Tried(move.strategy, rs, move.bound, run.ok, problems, error, resolver=move.resolver)
 
     while True:
         move = lockplan.next_move(sit)
@@ -538,6 +548,9 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     fidelity = list(req.fidelity)
     if by_pip:
         fidelity.append(piplock.FIDELITY.format(python=req.python))
+    if isinstance(move, lockplan.Locked) and move.attempt.resolver == "uv":
+        fidelity.append(f"{UV_LOCKED} for CPython {req.python} on x86_64 Linux: pdm refused the same "
+                        f"requirement set ({_first_line(attempts[-2].error) if len(attempts) > 1 else 'no reason'})")
     for s in steps:
         fidelity.append(f"relaxed {s.summary} ({s.reason})")
     if strategy == "relaxed":
@@ -557,9 +570,9 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                             .get("dependencies", []))
             if sorted(written) != sorted(reqs):  # model.toml must say exactly what was locked
                 raise ResolutionError(
-                    f"{req.name}: after the relaxation model.toml gives {sorted(set(written) - set(reqs))} where "
-                    f"the lock was made for {sorted(set(reqs) - set(written))}; the lock is not written",
-                    path=req.model_toml, hint="fix [dependencies] in model.toml by hand, then relock (and report "
+                    f"{req.model_toml}: {req.name}: after the relaxation model.toml gives "
+                    f"{sorted(set(written) - set(reqs))} where the lock was made for {sorted(set(reqs) - set(written))}; "
+                    "the lock is not written", hint="fix [dependencies] in model.toml by hand, then relock (and report "
                                               "this: pyrepro wrote the relaxation wrongly)")
             if written != tuple(reqs):
                 # the same requirements in the generator's order (a renamed pytorch==1.10 was locked
@@ -581,6 +594,17 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     atomic_write_text(record_path, render_record(outcome, stamp))
     progress.finish(label, f"category {category} ({strategy}, {seconds:.0f} s)")
     return outcome
+
+
+def _index() -> Any:
+    """The package index (PEP 691, cached under pyrepro's cache) for file names and hashes."""
+    from pyrepro.index import WheelIndex
+
+    return WheelIndex(cache_dir())
+
+
+def _first_line(text: str) -> str:
+    return next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "")[:200]
 
 
 def persist_to_model_toml(req: LockRequest, steps: Sequence[relax.Step]) -> None:

@@ -6,7 +6,8 @@ the problems its resolver reported, the relaxation steps taken, the date-bound m
 the facts looked up), ``next_move`` returns exactly one of:
 
 - ``Try``: run the resolver on these requirements with this date bound (and, for relaxation,
-  the one step or bound move that changed them, so the record says why);
+  the one step or bound move that changed them, so the record says why); ``resolver="uv"``: make
+  the lock from uv's resolution instead, when pdm refused the set uv resolved;
 - ``LookUp``: the decision needs facts first (release lists, upload dates of pinned releases);
   the caller looks them up, ``learn``s them, and asks again;
 - ``Locked``: the last attempt produced a lock;
@@ -55,6 +56,7 @@ class Tried:
     ok: bool
     problems: tuple[relax.Problem, ...] = ()
     error: str = ""  # the resolver text (trimmed), for the trigger of the next step
+    resolver: str = "pdm"  # "uv": the lock was made from uv's resolution (pdm refused the same set)
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class Try:
     step: relax.Step | None = None  # the relaxation that made ``requirements``
     bound_note: str = ""  # why the date bound moved (empty: it did not)
     pins: tuple[relax.Step, ...] = ()  # a guided attempt's other pins, taken before ``step``
+    resolver: str = "pdm"  # "uv": lock from uv's resolution of ``requirements`` (see ``_guided``)
 
     @property
     def detail(self) -> str:
@@ -293,7 +296,12 @@ def _guided(s: Situation, why: str) -> Move:
     if not reqs:
         return GiveUp(why)
     if any(st.rule == GUIDED_RULE for st in s.steps):
-        return GiveUp(f"{why} (after pinning a resolution uv found)")
+        # pdm refuses the very set uv resolved (its lock covers a whole Python range and every
+        # marker: a dependency needed only on newer Pythons has no release for this one; molmap,
+        # gaspy-regress, oximachine): the lock is made from uv's resolution for this target, once
+        if not any(t.resolver == "uv" for t in s.tried):
+            return Try("relaxed", reqs, s.relax_bound, resolver="uv")
+        return GiveUp(f"{why} (after pinning a resolution uv found; a lock from uv's resolution failed too)")
     guide = s.guides.get(reqs)
     if guide is None:
         return LookUp(guide=reqs)

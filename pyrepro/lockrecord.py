@@ -73,6 +73,10 @@ class Drift:
                 "why": self.why, "location": self.location.to_json() if self.location else None}
 
 
+#: How a lock record's fidelity line begins when the lock was made from uv's resolution.
+UV_LOCKED = "locked from uv's resolution"
+
+
 @dataclass(frozen=True)
 class LockOutcome:
     name: str
@@ -134,8 +138,9 @@ def render_record(o: LockOutcome, stamp: dt.datetime) -> str:
     if o.exclude_newer:
         doc["exclude_newer"] = o.exclude_newer
     by_pip = o.python.split(".")[0] == "2"  # pyrepro.piplock: pip on the target interpreter
-    doc["resolver"] = "pip" if by_pip else "pdm"
-    if not by_pip:
+    by_uv = any(f.startswith(UV_LOCKED) for f in o.fidelity)  # pyrepro.uvtool.lock_with_uv
+    doc["resolver"] = "pip" if by_pip else "uv" if by_uv else "pdm"
+    if not by_pip and not by_uv:
         doc["pdm"] = _pdm_version()
     doc["locked_at"] = stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
     doc["seconds"] = round(o.seconds, 1)

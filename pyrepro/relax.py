@@ -23,7 +23,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from pyrepro.resolve import renamed
+from pyrepro.resolve import dummy_reason, renamed
 
 ProblemKind = Literal["not-found", "conflict", "build-failed", "network", "timeout", "unknown"]
 
@@ -392,10 +392,14 @@ def rule_rename(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
     # applies even when the name exists on the index: 'sko' there is an unrelated 2015
     # project and 'sklearn' a dummy, while the submission means scikit-opt / scikit-learn
     for i in find(reqs, p.package):
+        if find(reqs, target):  # the set requires the real name already: the alias goes
+            return Step("rename", p.package, reqs[i], "",
+                        f"{p.package!r} is known on PyPI as {target!r}, which the set requires already; dropped",
+                        _edit(reqs, i, ""))
         r = _parse(reqs[i])
         spec = str(r.specifier) if r is not None else ""
-        if p.package == "sklearn":
-            spec = ""  # the dummy's versions say nothing about scikit-learn's
+        if dummy_reason(p.package):
+            spec = ""  # a dummy's versions (sklearn 0.0) say nothing about the real distribution's
         new = _format(target, r, spec)
         return Step("rename", p.package, reqs[i], new,
                     f"{p.package!r} is known on PyPI as {target!r}", _edit(reqs, i, new))

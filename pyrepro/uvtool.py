@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,13 +124,13 @@ def guide(requirements: Sequence[str], python: str, bound: str | None, *, runner
 
 
 def _compile(uv: str, reqs: Sequence[str], python: str, bound: str | None, *, runner: Runner, cache: Path,
-             timeout: float) -> tuple[str, int, str]:
+             timeout: float, extra: Sequence[str] = ()) -> tuple[str, int, str]:
     """One ``uv pip compile``: (its error text, exit status, its output)."""
     with tempfile.TemporaryDirectory(prefix="pyrepro-uv-guide-") as tmp:
         req_in = Path(tmp) / "requirements.in"
         req_in.write_text("".join(f"{r}\n" for r in reqs), encoding="utf-8")
         argv = [uv, "pip", "compile", str(req_in), "--python-version", python, "--python-platform", UV_PLATFORM,
-                "--no-annotate", "--no-header", "--quiet", "--no-config"]
+                "--no-annotate", "--no-header", "--quiet", "--no-config", *extra]
         if bound:
             argv += ["--exclude-newer", f"{bound}T00:00:00Z"]
         index = os.environ.get("PIP_INDEX_URL") or os.environ.get("PDM_PYPI_URL")
@@ -144,4 +144,57 @@ def _compile(uv: str, reqs: Sequence[str], python: str, bound: str | None, *, ru
     return (done.stderr or done.stdout or ""), done.returncode, done.stdout
 
 
-__all__ = ["UV_PLATFORM", "Guide", "guide", "parse_compiled", "uv_binary", "uv_cache", "uv_executable"]
+_HASHED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
+
+
+def parse_hashed(text: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(canonical name, version, hashes) of ``uv pip compile --generate-hashes`` output, whose
+    ``--hash=sha256:...`` lines follow each ``name==version \\`` line."""
+    from packaging.utils import canonicalize_name
+
+    out: list[tuple[str, str, tuple[str, ...]]] = []
+    for line in text.splitlines():
+        s = line.strip()
+        m = _HASHED.match(s)
+        if m:
+            out.append((canonicalize_name(m.group(1)), m.group(2), ()))
+        elif out and s.startswith("--hash="):
+            name, version, hashes = out[-1]
+            out[-1] = (name, version, (*hashes, s.removeprefix("--hash=").rstrip("\\ ").strip()))
+    return out
+
+
+def lock_with_uv(requirements: Sequence[str], python: str, bound: str | None, *, runner: Runner, cache: Path,
+                 files_of: Callable[[str, str], list[tuple[str, str]]], content_hash: str, requires_python: str,
+                 timeout: float = UV_RESOLVE_TIMEOUT) -> tuple[bool, str, str]:
+    """A lock from uv's resolution of ``requirements`` for this target, for when pdm refuses the very
+    set uv resolved (its lock is for a whole Python range and every marker, uv's for this target):
+    ``uv pip compile --generate-hashes``, each package's files named from the index (``files_of``:
+    (file name, "sha256:...") of a release), kept when uv gave their hash. (ok, uv's words or why
+    not, the pdm.lock text)."""
+    uv = uv_executable()
+    if uv is None:
+        return False, "uv is not installed", ""
+    text, code, out = _compile(uv, list(requirements), python, bound, runner=runner, cache=cache, timeout=timeout,
+                               extra=("--generate-hashes",))
+    if code != 0:
+        return False, "\n".join(ln for ln in text.splitlines() if ln.strip())[-2000:] or f"uv exited {code}", ""
+    packages = []
+    for name, version, hashes in parse_hashed(out):
+        files = [(f, h) for f, h in files_of(name, version) if h in hashes]
+        if not files:
+            return False, f"uv resolved {name} {version}, but the index lists no file of it with the hash uv gave", ""
+        packages.append((name, version, files))
+    if not packages:
+        return False, "uv pip compile printed no resolution", ""
+    from pyrepro.piplock import render_lock
+
+    return True, "", render_lock(packages, content_hash, requires_python=requires_python, platform=UV_LOCK_PLATFORM,
+                                 made_by=f"uv's resolution for CPython {python} (pdm refused the same set)")
+
+
+#: The target of a lock made from uv's resolution (``UV_PLATFORM`` as pdm names platforms).
+UV_LOCK_PLATFORM = "manylinux_2_28_x86_64"
+
+__all__ = ["UV_LOCK_PLATFORM", "UV_PLATFORM", "Guide", "guide", "lock_with_uv", "parse_compiled", "parse_hashed",
+           "uv_binary", "uv_cache", "uv_executable"]

@@ -929,3 +929,67 @@ def test_lock_request__a_rename_moves_the_requirement_in_the_generated_order__lo
     written = lock.read_pyproject(req.project_dir / "pyproject.toml")["project"]["dependencies"]
     assert sorted(written) == sorted(seen[-1])
     assert lock.check_lock_dir(req.project_dir) == []
+
+
+def test_lock_request__pdm_refuses_the_set_uv_resolved__the_lock_is_made_from_uvs_resolution(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """molmap and gaspy-regress (corpus6 dev), oximachine (corpus5 held): uv resolves the set for
+    CPython 3.7, pdm refuses even the pinned set (its lock covers a whole Python range and every
+    marker). The lock is made from uv's resolution, hashes from uv and file names from the index;
+    the record says so, and the lock passes pdm's check."""
+    from pyrepro.uvtool import uv_executable
+
+    A, B, C = "a" * 64, "b" * 64, "c" * 64
+    d = _project(tmp_path, ["six", "numpy"])
+    pdm_sets: list[tuple[str, ...]] = []
+
+    def runner(cmd, *, cwd=None, env=None, check=True, timeout=None, on_line=None, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[:3] == [uv_executable(), "pip", "compile"]:
+            if "--generate-hashes" in argv:
+                return Completed(tuple(argv), 0, f"numpy==1.21.6 \\\n    --hash=sha256:{A} \\\n    --hash=sha256:{B}\n"
+                                 f"six==1.16.0 \\\n    --hash=sha256:{C}\n", "")
+            return Completed(tuple(argv), 0, "numpy==1.21.6\nsix==1.16.0\n", "")
+        proj = Path(argv[argv.index("-p") + 1])
+        pdm_sets.append(tuple(lock.read_pyproject(proj / "pyproject.toml")["project"]["dependencies"]))
+        return Completed(tuple(argv), 1, "", "ERROR: \n[ResolutionError]: Unable to find a resolution")
+
+    class FakeIndex:
+        def file_hashes(self, name: str, version: str) -> list[tuple[str, str]]:
+            return {"numpy": [("numpy-1.21.6-cp37-cp37m-manylinux_2_12_x86_64.whl", f"sha256:{A}"),
+                              ("numpy-1.21.6.zip", f"sha256:{'d' * 64}")],
+                    "six": [("six-1.16.0-py2.py3-none-any.whl", f"sha256:{C}")]}[name]
+
+    monkeypatch.setattr(lock, "_index", lambda: FakeIndex())
+    out = lock.lock_request(lock.LockRequest("q", d, "3.7"), runner=runner, python_exe=Path("/usr/bin/python3"),
+                            aarch64=False)
+    assert out.category == 2 and pdm_sets[-1] == ("six==1.16.0", "numpy==1.21.6")
+    text = (d / "pdm.lock").read_text()
+    assert "numpy-1.21.6-cp37-cp37m-manylinux_2_12_x86_64.whl" in text and "numpy-1.21.6.zip" not in text
+    assert lock.read_lock_versions(text) == {"numpy": "1.21.6", "six": "1.16.0"}
+    assert lock.check_lock_dir(d) == []
+    record = (d / "lock.toml").read_text()
+    assert 'resolver = "uv"' in record and "pdm refused the same requirement set" in record
+
+
+def test_lock_request__the_dummy_beside_the_real_distribution__dropped_not_duplicated(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """severson-battery (corpus6 dev): requirements.txt lists both sklearn and scikit-learn==0.24.2.
+    The rename of the dummy made a second scikit-learn requirement, which the generator merged, so
+    the written pyproject was not what was locked and the lock was refused. With the real name
+    already required, the alias is dropped."""
+    spec = _init_sub(tmp_path, monkeypatch, "import sklearn\nimport numpy\n", "sklearn\nscikit-learn==0.24.2\nnumpy\n")
+    req = lock.LockRequest.from_spec(spec)
+    seen: list[tuple[str, ...]] = []
+    pdm = _pdm_failing_while(lambda deps: "sklearn" in deps, seen,
+                             "[CandidateNotFound]: Unable to find candidates for sklearn. There may exist "
+                             "some issues with the package name or network condition.\n")
+    runner = FakeRunner()
+    runner.on(lock.pdm_command(), pdm)
+    runner.on([lock.sys.executable, "-m", "pip", "index"], Completed((), 0, "sklearn (0.0)\nAvailable versions: 0.0\n", ""))
+    answer_uv_compile(runner)
+    assert "sklearn" in lock.read_pyproject(req.project_dir / "pyproject.toml")["project"]["dependencies"]
+    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"), persist=lock.persist_to_model_toml)
+    assert out.category == 2 and [(s.rule, s.after) for s in out.steps] == [("rename", "")]
+    assert sorted(seen[-1]) == ["numpy", "scikit-learn==0.24.2"]
+    assert lock.check_lock_dir(req.project_dir) == []

@@ -46,6 +46,7 @@ from pyrepro.errors import (
     ResolutionError,
 )
 from pyrepro.fsutil import atomic_write_text
+from pyrepro.interpreters import lock_range
 from pyrepro.lockplan import MAX_STEPS, STRATEGIES, Strategy  # noqa: F401  (re-exported)
 from pyrepro.lockrecord import (  # noqa: F401  (re-exported: the record lives in pyrepro/lockrecord.py)
     CATEGORIES,
@@ -86,7 +87,6 @@ from pyrepro.pdmrun import (  # noqa: F401
     pdm_command,
     stand_in_interpreter,
 )
-from pyrepro.interpreters import lock_range
 from pyrepro.proc import Runner
 from pyrepro.progress import NULL_PROGRESS, Progress, output_detail
 from pyrepro.registry import ModelSpec

@@ -330,9 +330,9 @@ def _guided(s: Situation, why: str) -> Move:
 
 __all__ = [
     "GUIDED_RULE",
-    "UNRESOLVABLE_RULE",
     "MAX_STEPS",
     "STRATEGIES",
+    "UNRESOLVABLE_RULE",
     "GiveUp",
     "Locked",
     "LookUp",

@@ -21,8 +21,13 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, canonicalize_name, parse_sdist_filename, \
-    parse_wheel_filename
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
 
 from pyrepro import proc
 from pyrepro.errors import ExternalToolError

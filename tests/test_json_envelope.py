@@ -76,10 +76,11 @@ def test_json__reproduce_failure__result_and_error_together(tmp_path: Path, monk
     monkeypatch.setenv("PYREPRO_ROOT", str(root))
     sub = tmp_path / "old"
     sub.mkdir()
-    (sub / "run.py").write_text("import urllib2\nprint 'x'\n")
+    (sub / "README.md").write_text("# no code here\n")  # (a Python 2 script stopped the lock before 2.7 locked)
     code = main(["reproduce", str(sub), "--json", "--offline"])
     doc = check_envelope(capsys.readouterr().out, code)
-    assert code == 9 and doc["result"]["stopped_at"] == "lock" and doc["error"]["kind"] == "ResolutionError"
+    assert code == 3 and doc["result"]["stopped_at"] == "init" and doc["error"]["kind"] == "InputError"
+    assert "no Python code here" in doc["error"]["message"]
 
 
 def test_main__unexpected_exception__internal_error_and_saved_traceback(monkeypatch: pytest.MonkeyPatch,

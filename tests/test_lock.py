@@ -619,6 +619,19 @@ def _pdm_failing_while(failing: Any, seen: list[tuple[str, ...]], message: str) 
     return pdm
 
 
+def _pdm_not_finding(prefix: str, missing: str, seen: list[tuple[str, ...]], index_answer: Completed) -> FakeRunner:
+    """A fake pdm that cannot find ``missing`` while a requirement starts with ``prefix`` (else it
+    locks), with ``pip index versions`` answering ``index_answer`` and no upload times."""
+    runner = FakeRunner()
+    runner.on(lock.pdm_command(), _pdm_failing_while(
+        lambda deps: any(x.startswith(prefix) for x in deps), seen,
+        f"[CandidateNotFound]: Unable to find candidates for {missing}. There may exist "
+        "some issues with the package name or network condition.\n"))
+    runner.on([lock.sys.executable, "-m", "pip", "index"], index_answer)
+    runner.on([lock.sys.executable, "-c"], Completed((), 0, "\n", ""))
+    return runner
+
+
 def test_lock_request__exact_pin_conflicts_with_a_dependency__nearest_release_that_fits(tmp_path: Path) -> None:
     """mbd-mace (corpus2): numpy==2.2.0 against mace-torch 0.3.9's numpy<2.0. Widening the pin
     to >=2.2,<3 conflicted the same way; the pin moves to the release nearest it that fits."""
@@ -660,13 +673,8 @@ def test_lock_request__a_name_the_index_does_not_have__dropped_said_so(tmp_path:
     then says whether the code needs it)."""
     d = _project(tmp_path, ["numpy", "condaonly-tool==20.2"])
     seen: list[tuple[str, ...]] = []
-    pdm = _pdm_failing_while(lambda deps: any(x.startswith("condaonly-tool") for x in deps), seen,
-                             "[CandidateNotFound]: Unable to find candidates for condaonly-tool. There may exist "
-                             "some issues with the package name or network condition.\n")
-    runner = FakeRunner()
-    runner.on(lock.pdm_command(), pdm)
-    runner.on([lock.sys.executable, "-m", "pip", "index"],
-              Completed((), 1, "", "ERROR: No matching distribution found for condaonly-tool\n"))
+    runner = _pdm_not_finding("condaonly-tool", "condaonly-tool", seen,
+                              Completed((), 1, "", "ERROR: No matching distribution found for condaonly-tool\n"))
     out = lock.lock_request(lock.LockRequest("p", d, "3.11"), runner=runner, python_exe=Path("/usr/bin/python3"))
     assert out.category == 2 and [s.rule for s in out.steps] == ["not-on-index"]
     assert seen[-1] == ("numpy",)
@@ -722,13 +730,8 @@ def test_lock_request__a_dependency_of_an_unimported_requirement_is_gone__uv_nam
     unimported-unresolvable) and the lock goes on. Were it imported, the stop says uv's reason."""
     d = _project(tmp_path, ["numpy", "conda-minify==0.1.*"])
     seen: list[tuple[str, ...]] = []
-    pdm = _pdm_failing_while(lambda deps: any(x.startswith("conda-minify") for x in deps), seen,
-                             "[CandidateNotFound]: Unable to find candidates for conda. There may exist "
-                             "some issues with the package name or network condition.\n")
-    runner = FakeRunner()
-    runner.on(lock.pdm_command(), pdm)
-    runner.on([lock.sys.executable, "-m", "pip", "index"], Completed((), 0, "conda (4.3.16)\nAvailable versions: 4.3.16\n", ""))
-    runner.on([lock.sys.executable, "-c"], Completed((), 0, "\n", ""))
+    runner = _pdm_not_finding("conda-minify", "conda", seen,
+                              Completed((), 0, "conda (4.3.16)\nAvailable versions: 4.3.16\n", ""))
     answer_uv_compile(runner, stderr=UV_YANKED_CHAIN)
     req = lock.LockRequest("p", d, "3.8", submitted=dt.date(2022, 3, 1), imported=imported)
     out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"))
@@ -916,12 +919,8 @@ def test_lock_request__a_rename_moves_the_requirement_in_the_generated_order__lo
     (spec.path.parent / "pyproject.toml").write_text(render_pyproject(spec))
     req = lock.LockRequest.from_spec(spec)
     seen: list[tuple[str, ...]] = []
-    pdm = _pdm_failing_while(lambda deps: any(x.startswith("pytorch") for x in deps), seen,
-                             "[CandidateNotFound]: Unable to find candidates for pytorch. There may exist "
-                             "some issues with the package name or network condition.\n")
-    runner = FakeRunner()
-    runner.on(lock.pdm_command(), pdm)
-    runner.on([lock.sys.executable, "-m", "pip", "index"], Completed((), 0, "pytorch (1.0.2)\nAvailable versions: 1.0.2\n", ""))
+    runner = _pdm_not_finding("pytorch", "pytorch", seen,
+                              Completed((), 0, "pytorch (1.0.2)\nAvailable versions: 1.0.2\n", ""))
     answer_uv_compile(runner)
     out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"),
                             persist=lock.persist_to_model_toml)
@@ -981,12 +980,7 @@ def test_lock_request__the_dummy_beside_the_real_distribution__dropped_not_dupli
     spec = _init_sub(tmp_path, monkeypatch, "import sklearn\nimport numpy\n", "sklearn\nscikit-learn==0.24.2\nnumpy\n")
     req = lock.LockRequest.from_spec(spec)
     seen: list[tuple[str, ...]] = []
-    pdm = _pdm_failing_while(lambda deps: "sklearn" in deps, seen,
-                             "[CandidateNotFound]: Unable to find candidates for sklearn. There may exist "
-                             "some issues with the package name or network condition.\n")
-    runner = FakeRunner()
-    runner.on(lock.pdm_command(), pdm)
-    runner.on([lock.sys.executable, "-m", "pip", "index"], Completed((), 0, "sklearn (0.0)\nAvailable versions: 0.0\n", ""))
+    runner = _pdm_not_finding("sklearn", "sklearn", seen, Completed((), 0, "sklearn (0.0)\nAvailable versions: 0.0\n", ""))
     answer_uv_compile(runner)
     assert "sklearn" in lock.read_pyproject(req.project_dir / "pyproject.toml")["project"]["dependencies"]
     out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"), persist=lock.persist_to_model_toml)

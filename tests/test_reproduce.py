@@ -945,6 +945,32 @@ def test_reproduce__budget__the_lock_gets_at_most_half_of_the_time_left(
     assert 250 < asked[0] <= 300 and asked[1] == 15 * 60
 
 
+def _reproduce_with_conflicting_pythons(root: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str], locks: list[str], fails: Any,
+                                       module: str, package: str, conflict: str) -> tuple[int, Any]:
+    """``pyrepro reproduce`` of ``root/sub`` with a lock that ends in a conflict on ``package``
+    for every Python ``fails(python)`` says, and locks otherwise (each Python tried in ``locks``);
+    ``module`` imports. (exit code, the JSON result)."""
+    from pyrepro import relax
+    from pyrepro import run as run_mod
+    from pyrepro.lockrecord import Attempt
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        locks.append(spec.python)
+        if fails(spec.python):
+            err = f"ERROR: Unable to find a resolution for {package}\n  {conflict}"
+            att = Attempt("as-declared", (module,), False, 1.0, None, err,
+                          (relax.Problem("conflict", package=package, requirements=(conflict,), excerpt=err),))
+            return _lock_outcome(spec, att)
+        return _lock_outcome(spec)
+
+    _fake_pipeline(monkeypatch, fake_lock)
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: [module])
+    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [(module, "ok", "")])
+    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json", "--offline"])
+    return code, _json(capsys)
+
+
 def test_reproduce_cli__no_lock_for_the_newest_python__older_ones_tried_first_that_locks_kept(
         project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -955,28 +981,13 @@ def test_reproduce_cli__no_lock_for_the_newest_python__older_ones_tried_first_th
     import tomllib
 
     from pyrepro import interpreters as interp
-    from pyrepro import relax
-    from pyrepro import run as run_mod
-    from pyrepro.lockrecord import Attempt
 
     root = write_files({"sub/run.py": "import mat_discover\n", "sub/requirements.txt": "mat-discover\n"})
     locks: list[str] = []
 
-    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
-        locks.append(spec.python)
-        if spec.python != "3.10":
-            err = "ERROR: Unable to find a resolution for pytorch\n  pytorch>=1.7 (from crabnet@1.0.1)"
-            att = Attempt("as-declared", ("mat-discover",), False, 1.0, None, err,
-                          (relax.Problem("conflict", package="pytorch", requirements=("pytorch>=1.7 (from crabnet@1.0.1)",),
-                                         excerpt=err),))
-            return _lock_outcome(spec, att)
-        return _lock_outcome(spec)
-
-    _fake_pipeline(monkeypatch, fake_lock)
-    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["mat_discover"])
-    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [("mat_discover", "ok", "")])
-    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json", "--offline"])
-    rec = _json(capsys)
+    code, rec = _reproduce_with_conflicting_pythons(
+        root, monkeypatch, capsys, locks, lambda py: py != "3.10", "mat_discover", "pytorch",
+        "pytorch>=1.7 (from crabnet@1.0.1)")
     newest = interp.NEWEST
     assert code == 0, rec
     assert locks[0] == newest and locks[-1] == "3.10" and len(locks) == 1 + len(
@@ -996,28 +1007,13 @@ def test_reproduce_cli__the_stated_python_does_not_lock__one_minor_newer_kept_as
     (rule unresolved-to-newer-python) and kept when it locks, its reason saying it deviates."""
     import tomllib
 
-    from pyrepro import relax
-    from pyrepro import run as run_mod
-    from pyrepro.lockrecord import Attempt
 
     root = write_files({"sub/run.py": "import rdkit\n",
                         "sub/README.md": "# D\n\n```console\nconda create -n d python=3.6 -y\n```\n"})
     locks: list[str] = []
 
-    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
-        locks.append(spec.python)
-        if spec.python == "3.6":
-            err = "ERROR: Unable to find a resolution for numpy\n  numpy==1.20.* (from rdkit-pypi@2021.3.1)"
-            att = Attempt("as-declared", ("rdkit",), False, 1.0, None, err,
-                          (relax.Problem("conflict", package="numpy", requirements=("numpy==1.20.*",), excerpt=err),))
-            return _lock_outcome(spec, att)
-        return _lock_outcome(spec)
-
-    _fake_pipeline(monkeypatch, fake_lock)
-    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["rdkit"])
-    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [("rdkit", "ok", "")])
-    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json", "--offline"])
-    rec = _json(capsys)
+    code, rec = _reproduce_with_conflicting_pythons(root, monkeypatch, capsys, locks, lambda py: py == "3.6",
+                                                    "rdkit", "numpy", "numpy==1.20.* (from rdkit-pypi@2021.3.1)")
     assert code == 0, rec
     assert locks == ["3.6", "3.7"]
     doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())

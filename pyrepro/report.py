@@ -332,15 +332,19 @@ def render_markdown(rep: dict[str, Any]) -> str:
             "- New, uncurated submissions: `pyrepro reproduce DIR` takes a folder through init, lock, build and the "
             "import check with no human step; what that reached on a corpus of third-party leaderboard submissions "
             "is in docs/reproduce.md. It verifies that the environment builds and the code's imports import, not "
-            "that the model runs: a test-mode run still needs a reviewed patch series.",
+            "that the model runs: a test-mode run still needs a reviewed patch series. Python 2 submissions are "
+            "locked by pip on CPython 2.7 (no date bound, x86_64 only; docs/lock.md) and built with virtualenv; a "
+            "lock pdm refuses for a set uv resolved is made from uv's resolution, said in its record. Neither has a "
+            "Nix expression that was evaluated.",
             "- The `--json` output of every command is one envelope (docs/json.md); unexpected errors exit 70 with a "
             "saved traceback.",
             "- Each run verifies what it executes before it starts (pyrepro/verify.py): every file of the staged "
             "source against the manifest written when it was staged, and every Python file of the environment "
             "against its distributions' RECORD hashes (compiled libraries are not re-hashed); the record lists "
             "what was verified and how long it took. Runs recorded before this check do not have it.",
-            "- The local backend installs a lock's wheels with uv since 2026-12-05 (pip for Pythons before 3.8, "
-            "for sdists and when uv fails; docs/backend.md); each environment's `.pyrepro-complete` says which. "
+            "- The local backend installs a lock's wheels with uv since 2026-12-05 (on 3.6 and 3.7 too since "
+            "2026-12-06; pip for Python 2, for sdists and when uv fails; docs/backend.md); each environment's "
+            "`.pyrepro-complete` says which. "
             "A model's test run below was made with the installer of its date.",
             "", "## Per model", ""]
     for m in rep["models"]:

@@ -24,7 +24,8 @@ DECLARED = ("pandas==2.0.0", "tensorflow==2.4.0")
 
 
 def _fail(move: lockplan.Try, text: str) -> lockplan.Tried:
-    return lockplan.Tried(move.strategy, move.requirements, move.bound, False, relax.diagnose(text), text)
+    return lockplan.Tried(move.strategy, move.requirements, move.bound, False, relax.diagnose(text), text,
+                          resolver=move.resolver)
 
 
 # --------------------------------------------------------------------------- the conflict rule
@@ -167,7 +168,10 @@ def test_plan__timeout__uv_resolution_pins_the_unpinned_once_uncounted() -> None
     assert "timed out after 285 s" in t.step.trigger and "uv's resolver" in t.step.reason  # type: ignore[union-attr]
     sit = sit.after(t, _fail(t, "timed out after 285 s"))
     assert len(sit.steps) == 3  # three steps, none counted toward MAX_STEPS
-    g = lockplan.next_move(sit)  # guided once: a second timeout ends it
+    u = lockplan.next_move(sit)  # pdm refused the set uv resolved: once, the lock from uv's resolution
+    assert isinstance(u, lockplan.Try) and u.resolver == "uv" and u.requirements == t.requirements
+    sit = sit.after(u, _fail(u, "error: uv found no lock either"))
+    g = lockplan.next_move(sit)  # guided once, uv's lock once: then it ends
     assert isinstance(g, lockplan.GiveUp) and "after pinning a resolution uv found" in g.reason
 
 
@@ -181,6 +185,9 @@ def test_plan__no_rule_applies__asks_uv_and_gives_up_naming_the_problem() -> Non
     t = lockplan.next_move(sit)
     assert isinstance(t, lockplan.Try) and t.requirements == ("six==1.16.0",)
     sit = sit.after(t, _fail(t, "ERROR: the moon is in the wrong phase"))  # type: ignore[arg-type]
+    u = lockplan.next_move(sit)
+    assert isinstance(u, lockplan.Try) and u.resolver == "uv"
+    sit = sit.after(u, _fail(u, "ERROR: the moon is in the wrong phase"))
     g = lockplan.next_move(sit)
     assert isinstance(g, lockplan.GiveUp) and "no relaxation rule applies" in g.reason
 
@@ -209,7 +216,7 @@ def test_plan__any_failures__ends_and_never_repeats_an_attempt(reqs: list[str], 
     """Whatever the resolver keeps answering, the planner ends (GiveUp) within the step limit
     plus the strategies and bound moves, and never asks for the same attempt twice."""
     sit = lockplan.start(reqs, era_bound="2021-01-15" if date else None, imported=imported)
-    seen: set[tuple[str, tuple[str, ...], str | None]] = set()
+    seen: set[tuple[str, tuple[str, ...], str | None, str]] = set()
     for n in range(200):
         move = lockplan.next_move(sit)
         if isinstance(move, lockplan.GiveUp):
@@ -222,7 +229,7 @@ def test_plan__any_failures__ends_and_never_repeats_an_attempt(reqs: list[str], 
                             guides=None if guide is None else {move.guide: guide})
             continue
         assert isinstance(move, lockplan.Try)
-        key = (move.strategy, move.requirements, move.bound)
+        key = (move.strategy, move.requirements, move.bound, move.resolver)  # uv's lock of a set pdm refused
         assert key not in seen, f"repeated attempt {key}"
         seen.add(key)
         sit = sit.after(move, _fail(move, texts[n % len(texts)]))

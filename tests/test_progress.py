@@ -499,6 +499,13 @@ def test_reproduce__stages__each_started_step_finished_once(
     monkeypatch.setenv("PYREPRO_ROOT", str(root))
     sub = write_files({"old_model/run.py": "import urllib2\nimport numpy\nprint 'done'\n"})
     rec = RecordingProgress()
+    from pyrepro import lock
+    from pyrepro.errors import ResolutionError
+
+    def no_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        raise ResolutionError("no lock for this test")
+
+    monkeypatch.setattr(lock, "lock_model", no_lock)
     reproduce.reproduce(sub / "old_model", paths=Paths.discover(), online=False, progress=rec)
     assert [(kind, label, x) for kind, label, x in rec.events] == [
         ("start", "reproduce old_model: init", None), ("finish", "reproduce old_model: init", ""),

@@ -195,7 +195,7 @@ def test_toplevel__the_import_probe_carries_it__runs_on_the_oldest_python(tmp_pa
                          capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == [["json", "ok", ""], ["fakemod", "ok", ""]]
-    probe = src.split("import importlib, importlib.util", 1)[0] + (
+    probe = src.split("import importlib, json, os, re, sys, sysconfig", 1)[0] + (
         "print(sorted(top_levels_of(['a/__init__.py', 'b.py', 'x-1.dist-info/RECORD'])))")
     out2 = subprocess.run([str(py), "-c", probe], capture_output=True, text=True, timeout=60)
     assert out2.returncode == 0 and out2.stdout.strip() == "['a', 'b']", out2.stderr

@@ -138,6 +138,26 @@ class Index:
                 continue
         return out
 
+    def requires_python(self, name: str, version: str) -> str | None:
+        """The ``Requires-Python`` the index gives for ``name==version`` (PEP 691 per file; the
+        first a file states), or None when it states none."""
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            want = Version(version)
+        except InvalidVersion:
+            return None
+        for f in (self._project(name) or {}).get("files", []):
+            if not isinstance(f, dict) or not f.get("requires-python"):
+                continue
+            v = _version_of(str(f.get("filename", "")))
+            try:
+                if v is not None and Version(v) == want:
+                    return str(f["requires-python"])
+            except InvalidVersion:
+                continue
+        return None
+
     def uploaded(self, name: str, version: str) -> str | None:
         """The day (ISO) the index first received a file of ``name==version`` (PEP 700
         ``upload-time``), or None when the index does not say."""

@@ -462,6 +462,7 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                 ok, out, locked_text = uvtool.lock_with_uv(
                     rs, req.python, move.bound, runner=runner, cache=uvtool.uv_cache(cache_dir()),
                     files_of=_index().file_hashes, requires_python=lock_range(req.python),
+                    fits=_admits(req.python),
                     content_hash=content_hash(read_pyproject(work / "pyproject.toml")))
                 run = _Run(ok, out, time.monotonic() - t_uv, locked_text, "not locked: uv resolved for x86_64")
             elif by_pip:
@@ -601,6 +602,25 @@ def _index() -> Any:
     from pyrepro.index import WheelIndex
 
     return WheelIndex(cache_dir())
+
+
+def _admits(python: str) -> Callable[[str, str], bool]:
+    """Whether a release's Requires-Python (from the index) admits CPython ``python`` (its first
+    patch release that locks target: ``first_patch``); unknown or unreadable admits."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    from pyrepro.interpreters import first_patch
+
+    index, full = _index(), first_patch(python)
+
+    def fits(name: str, version: str) -> bool:
+        spec = index.requires_python(name, version)
+        try:
+            return spec is None or SpecifierSet(spec).contains(full, prereleases=True)
+        except InvalidSpecifier:
+            return True
+
+    return fits
 
 
 def _first_line(text: str) -> str:

@@ -164,21 +164,42 @@ def parse_hashed(text: str) -> list[tuple[str, str, tuple[str, ...]]]:
     return out
 
 
+#: Rounds of ``lock_with_uv`` that exclude releases whose Requires-Python rules the target out.
+UV_LOCK_RETRIES = 4
+
+
 def lock_with_uv(requirements: Sequence[str], python: str, bound: str | None, *, runner: Runner, cache: Path,
                  files_of: Callable[[str, str], list[tuple[str, str]]], content_hash: str, requires_python: str,
+                 fits: Callable[[str, str], bool] | None = None,
                  timeout: float = UV_RESOLVE_TIMEOUT) -> tuple[bool, str, str]:
     """A lock from uv's resolution of ``requirements`` for this target, for when pdm refuses the very
     set uv resolved (its lock is for a whole Python range and every marker, uv's for this target):
     ``uv pip compile --generate-hashes``, each package's files named from the index (``files_of``:
     (file name, "sha256:...") of a release), kept when uv gave their hash. (ok, uv's words or why
-    not, the pdm.lock text)."""
+    not, the pdm.lock text). ``fits(name, version)``: whether that release's Requires-Python admits
+    the target (uv reads only its lower bound)."""
     uv = uv_executable()
     if uv is None:
         return False, "uv is not installed", ""
-    text, code, out = _compile(uv, list(requirements), python, bound, runner=runner, cache=cache, timeout=timeout,
-                               extra=("--generate-hashes",))
-    if code != 0:
-        return False, "\n".join(ln for ln in text.splitlines() if ln.strip())[-2000:] or f"uv exited {code}", ""
+    # uv ignores the upper bounds of Requires-Python (dataclasses 0.8: >=3.6,<3.7 taken for 3.7,
+    # molmap, corpus6); such a release is excluded and uv asked again (a few times at most)
+    excluded: list[str] = []
+    for _ in range(UV_LOCK_RETRIES + 1):
+        with tempfile.TemporaryDirectory(prefix="pyrepro-uv-lock-") as tmp:
+            extra: tuple[str, ...] = ("--generate-hashes",)
+            if excluded:
+                (Path(tmp) / "constraints.txt").write_text("".join(f"{e}\n" for e in excluded), encoding="utf-8")
+                extra += ("--constraint", str(Path(tmp) / "constraints.txt"))
+            text, code, out = _compile(uv, list(requirements), python, bound, runner=runner, cache=cache,
+                                       timeout=timeout, extra=extra)
+        if code != 0:
+            return False, "\n".join(ln for ln in text.splitlines() if ln.strip())[-2000:] or f"uv exited {code}", ""
+        unfit = [f"{n}!={v}" for n, v, _h in parse_hashed(out) if fits is not None and not fits(n, v)]
+        if not unfit:
+            break
+        excluded += unfit
+    else:
+        return False, f"uv kept choosing releases whose Requires-Python excludes CPython {python}: {', '.join(excluded)}", ""
     packages = []
     for name, version, hashes in parse_hashed(out):
         files = [(f, h) for f, h in files_of(name, version) if h in hashes]

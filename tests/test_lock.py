@@ -940,20 +940,28 @@ def test_lock_request__pdm_refuses_the_set_uv_resolved__the_lock_is_made_from_uv
 
     A, B, C = "a" * 64, "b" * 64, "c" * 64
     d = _project(tmp_path, ["six", "numpy"])
+    uv_locks: list[bool] = []
     pdm_sets: list[tuple[str, ...]] = []
 
     def runner(cmd, *, cwd=None, env=None, check=True, timeout=None, on_line=None, **kw):  # type: ignore[no-untyped-def]
         argv = [str(c) for c in cmd]
         if argv[:3] == [uv_executable(), "pip", "compile"]:
             if "--generate-hashes" in argv:
+                constrained = "--constraint" in argv and "dataclasses!=0.8" in Path(
+                    argv[argv.index("--constraint") + 1]).read_text()
+                uv_locks.append(constrained)
+                odd = "" if constrained else f"dataclasses==0.8 \\\n    --hash=sha256:{C}\n"  # uv reads no <3.7
                 return Completed(tuple(argv), 0, f"numpy==1.21.6 \\\n    --hash=sha256:{A} \\\n    --hash=sha256:{B}\n"
-                                 f"six==1.16.0 \\\n    --hash=sha256:{C}\n", "")
+                                 f"{odd}six==1.16.0 \\\n    --hash=sha256:{C}\n", "")
             return Completed(tuple(argv), 0, "numpy==1.21.6\nsix==1.16.0\n", "")
         proj = Path(argv[argv.index("-p") + 1])
         pdm_sets.append(tuple(lock.read_pyproject(proj / "pyproject.toml")["project"]["dependencies"]))
         return Completed(tuple(argv), 1, "", "ERROR: \n[ResolutionError]: Unable to find a resolution")
 
     class FakeIndex:
+        def requires_python(self, name: str, version: str) -> str | None:
+            return ">=3.6, <3.7" if (name, version) == ("dataclasses", "0.8") else ">=3.7"
+
         def file_hashes(self, name: str, version: str) -> list[tuple[str, str]]:
             return {"numpy": [("numpy-1.21.6-cp37-cp37m-manylinux_2_12_x86_64.whl", f"sha256:{A}"),
                               ("numpy-1.21.6.zip", f"sha256:{'d' * 64}")],
@@ -963,6 +971,7 @@ def test_lock_request__pdm_refuses_the_set_uv_resolved__the_lock_is_made_from_uv
     out = lock.lock_request(lock.LockRequest("q", d, "3.7"), runner=runner, python_exe=Path("/usr/bin/python3"),
                             aarch64=False)
     assert out.category == 2 and pdm_sets[-1] == ("six==1.16.0", "numpy==1.21.6")
+    assert uv_locks == [False, True]  # uv took dataclasses 0.8 (Requires-Python <3.7) for 3.7: excluded, asked again
     text = (d / "pdm.lock").read_text()
     assert "numpy-1.21.6-cp37-cp37m-manylinux_2_12_x86_64.whl" in text and "numpy-1.21.6.zip" not in text
     assert lock.read_lock_versions(text) == {"numpy": "1.21.6", "six": "1.16.0"}

@@ -447,6 +447,14 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     sit = lockplan.start(declared, first=start, era_bound=era, imported=req.imported)
     t0 = time.monotonic()
 
+    lock_env: list[Path] = []
+
+    def pip_python() -> Path:
+        """Python 2's resolving interpreter (``piplock.resolver_python``), made on first use."""
+        if not lock_env:
+            lock_env.append(piplock.resolver_python(python_exe, cache_dir(), runner=runner))
+        return lock_env[0]
+
     def attempt(move: lockplan.Try) -> lockplan.Tried:
         progress.advance(label, 1, f"{move.strategy}{f' (<= {move.bound})' if move.bound else ''}: pdm lock"
                          if move.step is None and not move.bound_note else move.detail)
@@ -467,7 +475,7 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                 run = _Run(ok, out, time.monotonic() - t_uv, locked_text, "not locked: uv resolved for x86_64")
             elif by_pip:
                 ok, out, secs, locked_text = piplock.run_pip_lock(
-                    work, req.python, python_exe, runner=runner, timeout=budget,
+                    work, req.python, pip_python(), runner=runner, timeout=budget,
                     content_hash=content_hash(read_pyproject(work / "pyproject.toml")))
                 run = _Run(ok, out, secs, locked_text, "not locked: pip locks for the machine it runs on")
             else:

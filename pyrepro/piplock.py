@@ -97,6 +97,58 @@ def lock_text(files: list[Path], content_hash: str, python: str) -> str:
                        platform=PLATFORM, made_by=f"pip download on CPython {python} (pdm does not target Python 2)")
 
 
+# Python 2 has no venv module, and the virtualenv pyrepro's own environment carries (21.x) no
+# longer creates Python 2 environments: the last that does, 20.21.1, with the versions of its
+# dependencies of its day, is installed once into pyrepro's cache and run from there. It seeds the
+# environment with the last pip, setuptools and wheel for Python 2 (20.3.4, 44.1.1, 0.37.1).
+VIRTUALENV_PY2 = ("virtualenv==20.21.1", "distlib==0.3.6", "filelock==3.12.0", "platformdirs==3.5.0")
+
+
+def python2_env(python: Path, dest: Path, cache: Path, *, runner: Runner = proc.run) -> None:
+    """A Python 2 environment of interpreter ``python`` at ``dest``, made by the virtualenv of
+    ``VIRTUALENV_PY2`` (installed into ``cache/tools`` on first use)."""
+    import os
+    import shutil
+    import sys
+
+    tool = cache / "tools" / "-".join(VIRTUALENV_PY2[0].split("=="))
+    if not (tool / "virtualenv" / "__init__.py").is_file():
+        tool.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".virtualenv-", dir=tool.parent))
+        try:
+            runner([sys.executable, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check",
+                    "--target", str(tmp), *VIRTUALENV_PY2], check=True, timeout=600)
+            if tool.exists():
+                shutil.rmtree(tool, ignore_errors=True)
+            tmp.rename(tool)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    env = {**os.environ, "PYTHONPATH": str(tool), "VIRTUALENV_OVERRIDE_APP_DATA": str(cache / "tools" /
+                                                                                      "virtualenv-app-data")}
+    runner([sys.executable, "-m", "virtualenv", "--python", str(python), "--no-periodic-update", "--no-download",
+            str(dest)], env=env, check=True, timeout=600)
+
+
+def resolver_python(python: Path, cache: Path, *, runner: Runner = proc.run) -> Path:
+    """The interpreter whose pip locks: a Python 2 environment of ``python`` kept in
+    ``cache/tools`` (made once). Its setuptools 44 fetches an sdist's ``setup_requires`` through
+    pip, which reads ``python_requires``; the bare interpreter's setuptools 41 used easy_install,
+    which took numpy 2.x for Python 2 (grammarvae, corpus6 dev)."""
+    import shutil
+
+    env = cache / "tools" / f"py2-lock-{python.parent.parent.name or 'python'}"
+    done = env / ".pyrepro-complete"
+    if not done.is_file():
+        shutil.rmtree(env, ignore_errors=True)
+        try:
+            python2_env(python, env, cache, runner=runner)
+        except BaseException:
+            shutil.rmtree(env, ignore_errors=True)
+            raise
+        done.write_text("made by pyrepro.piplock.resolver_python\n", encoding="utf-8")
+    return env / "bin" / "python"
+
+
 def pip_download(requirements: list[str], python_exe: Path, *, runner: Runner = proc.run, timeout: float,
                  on_line: Callable[[str], None] | None = None) -> tuple[bool, str, list[Path], Path]:
     """``python -m pip download`` of ``requirements`` into a new temporary folder: (ok, pip's
@@ -108,8 +160,13 @@ def pip_download(requirements: list[str], python_exe: Path, *, runner: Runner = 
     files_dir.mkdir()
     cmd = [str(python_exe), "-m", "pip", "download", "--dest", str(files_dir), "--disable-pip-version-check",
            "--no-input", "--progress-bar", "off", "-r", str(req)]
+    import os
+
+    # a host-wide pip constraint (/etc/xdg/pip) must not shape the lock, and pip 20.3 on Python 2
+    # fails an assertion in `pip download` on a constraint-only requirement
+    env = {**os.environ, "PIP_CONSTRAINT": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     try:
-        done = runner(cmd, check=False, timeout=timeout, on_line=on_line)
+        done = runner(cmd, env=env, check=False, timeout=timeout, on_line=on_line)
     except ExternalToolError as exc:
         if exc.timeout is None:
             raise

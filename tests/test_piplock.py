@@ -43,6 +43,13 @@ def _fake_pip(files: dict[str, bytes], seen: list[list[str]], fail: str = "") ->
     return FakeRunner().on([str(PY2), "-m", "pip", "download"], pip)
 
 
+@pytest.fixture()
+def _no_lock_env(monkeypatch: pytest.MonkeyPatch, isolated_cache: Path) -> None:
+    """The fake pip answers for the interpreter itself: no Python 2 lock environment is made."""
+    monkeypatch.setattr(piplock, "resolver_python", lambda python, cache, runner=None: python)
+
+
+@pytest.mark.usefixtures("_no_lock_env")
 def test_lock_request__python_27__pip_downloads__a_pdm_lock_with_hashes_and_no_date_bound(tmp_path: Path) -> None:
     d = _project(tmp_path, ["six", "numpy<1.17"])
     seen: list[list[str]] = []
@@ -65,6 +72,7 @@ def test_lock_request__python_27__pip_downloads__a_pdm_lock_with_hashes_and_no_d
     assert pkgs["future"].sdist_only and not pkgs["six"].sdist_only
 
 
+@pytest.mark.usefixtures("_no_lock_env")
 def test_lock_request__python_27__pip_finds_no_release__the_relaxation_rules_read_pips_words(
         tmp_path: Path) -> None:
     """pip's "No matching distribution found" is read like pdm's not-found: a name the index lacks
@@ -107,8 +115,9 @@ def test_targets_pip__only_python_2() -> None:
 
 @pytest.mark.integration
 @pytest.mark.network
-def test_python_27__real_pip_lock_virtualenv_build_and_import_check(tmp_path: Path) -> None:
-    """From an empty cache: a Python 2 model's lock by pip, its environment by virtualenv 20.21.1,
+def test_python_27__real_pip_lock_virtualenv_build_and_import_check(tmp_path: Path, isolated_cache: Path) -> None:
+    """From an empty cache: a Python 2 model's lock by pip (in a Python 2 environment of its own,
+    whose setuptools fetches setup_requires through pip), its environment by virtualenv 20.21.1,
     and the import probe on Python 2 (six imports, a missing module is named the Python 2 way)."""
     from pyrepro.interpreters import find_python
 
@@ -121,7 +130,8 @@ def test_python_27__real_pip_lock_virtualenv_build_and_import_check(tmp_path: Pa
 
     d = _project(tmp_path, ["six==1.16.0"])
     out = lock.lock_request(lock.LockRequest("m", d, "2.7"), python_exe=py2, aarch64=False)
-    assert out.category == 1 and lock.check_lock_dir(d) == []
+    assert out.category == 1 and lock.check_lock_dir(d) == [], out.message
+    assert (isolated_cache / "tools" / f"py2-lock-{py2.parent.parent.name}" / ".pyrepro-complete").is_file()
     paths = Paths(root=tmp_path, cache=tmp_path / "cache")
     env = tmp_path / "env"
     local.make_venv(py2, "2.7", env, paths)

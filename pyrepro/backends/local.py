@@ -127,41 +127,15 @@ BOOTSTRAP_PIP: dict[str, tuple[str, str]] = {
 }
 
 
-# Python 2 has no venv module, and the virtualenv pyrepro's own environment carries (21.x) no
-# longer creates Python 2 environments: the last that does, 20.21.1, with the versions of its
-# dependencies of its day, is installed once into pyrepro's cache and run from there. It seeds the
-# environment with the last pip, setuptools and wheel for Python 2 (20.3.4, 44.1.1, 0.37.1).
-VIRTUALENV_PY2 = ("virtualenv==20.21.1", "distlib==0.3.6", "filelock==3.12.0", "platformdirs==3.5.0")
-
-
 def make_venv(python: Path, version: str, dest: Path, paths: Paths, *, runner: Runner = proc.run) -> None:
     """An environment of interpreter ``python`` (CPython ``version``) at ``dest``: ``python -m
-    venv``, or for Python 2 the virtualenv of ``VIRTUALENV_PY2`` (installed on first use)."""
-    if not version.startswith("2."):
-        runner([str(python), "-m", "venv", str(dest)], check=True, timeout=600)
+    venv``, or for Python 2 virtualenv (``piplock.python2_env``)."""
+    if version.startswith("2."):
+        from pyrepro.piplock import python2_env
+
+        python2_env(python, dest, paths.cache, runner=runner)
         return
-    import sys
-
-    tool = paths.cache / "tools" / ("-".join(VIRTUALENV_PY2[0].split("==")))
-    if not (tool / "virtualenv" / "__init__.py").is_file():
-        tmp = Path(tempfile.mkdtemp(prefix=".virtualenv-", dir=_mkdir(tool.parent)))
-        try:
-            runner([sys.executable, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check",
-                    "--target", str(tmp), *VIRTUALENV_PY2], check=True, timeout=600)
-            if tool.exists():
-                shutil.rmtree(tool, ignore_errors=True)
-            tmp.rename(tool)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    env = {**os.environ, "PYTHONPATH": str(tool), "VIRTUALENV_OVERRIDE_APP_DATA": str(paths.cache / "tools" /
-                                                                                      "virtualenv-app-data")}
-    runner([sys.executable, "-m", "virtualenv", "--python", str(python), "--no-periodic-update", "--no-download",
-            str(dest)], env=env, check=True, timeout=600)
-
-
-def _mkdir(p: Path) -> Path:
-    p.mkdir(parents=True, exist_ok=True)
-    return p
+    runner([str(python), "-m", "venv", str(dest)], check=True, timeout=600)
 
 
 def bootstrap_pip(python: str) -> tuple[str, str] | None:

@@ -117,9 +117,8 @@ class Index:
             _cache_write(path, files)
         return files
 
-    def file_hashes(self, name: str, version: str) -> list[tuple[str, str]]:
-        """(file name, "sha256:<hex>") of every file of ``name==version`` the index lists with a
-        sha256 (PEP 691 ``hashes``); [] when none or the index cannot be asked."""
+    def _release(self, name: str, version: str) -> list[dict]:
+        """The PEP 691 file entries of ``name==version`` ([] when none or the index cannot say)."""
         from packaging.version import InvalidVersion, Version
 
         try:
@@ -128,55 +127,32 @@ class Index:
             return []
         out = []
         for f in (self._project(name) or {}).get("files", []):
-            if not isinstance(f, dict) or not isinstance(f.get("hashes"), dict) or not f["hashes"].get("sha256"):
+            if not isinstance(f, dict):
                 continue
             v = _version_of(str(f.get("filename", "")))
             try:
                 if v is not None and Version(v) == want:
-                    out.append((str(f["filename"]), f"sha256:{f['hashes']['sha256']}"))
+                    out.append(f)
             except InvalidVersion:
                 continue
         return out
 
+    def file_hashes(self, name: str, version: str) -> list[tuple[str, str]]:
+        """(file name, "sha256:<hex>") of every file of ``name==version`` the index lists with a
+        sha256 (PEP 691 ``hashes``); [] when none or the index cannot be asked."""
+        return [(str(f["filename"]), f"sha256:{f['hashes']['sha256']}") for f in self._release(name, version)
+                if isinstance(f.get("hashes"), dict) and f["hashes"].get("sha256")]
+
     def requires_python(self, name: str, version: str) -> str | None:
         """The ``Requires-Python`` the index gives for ``name==version`` (PEP 691 per file; the
         first a file states), or None when it states none."""
-        from packaging.version import InvalidVersion, Version
-
-        try:
-            want = Version(version)
-        except InvalidVersion:
-            return None
-        for f in (self._project(name) or {}).get("files", []):
-            if not isinstance(f, dict) or not f.get("requires-python"):
-                continue
-            v = _version_of(str(f.get("filename", "")))
-            try:
-                if v is not None and Version(v) == want:
-                    return str(f["requires-python"])
-            except InvalidVersion:
-                continue
-        return None
+        return next((str(f["requires-python"]) for f in self._release(name, version) if f.get("requires-python")),
+                    None)
 
     def uploaded(self, name: str, version: str) -> str | None:
         """The day (ISO) the index first received a file of ``name==version`` (PEP 700
         ``upload-time``), or None when the index does not say."""
-        from packaging.version import InvalidVersion, Version
-
-        try:
-            want = Version(version)
-        except InvalidVersion:
-            return None
-        days = []
-        for f in (self._project(name) or {}).get("files", []):
-            if not isinstance(f, dict) or not f.get("upload-time"):
-                continue
-            v = _version_of(str(f.get("filename", "")))
-            try:
-                if v is not None and Version(v) == want:
-                    days.append(str(f["upload-time"])[:10])
-            except InvalidVersion:
-                continue
+        days = [str(f["upload-time"])[:10] for f in self._release(name, version) if f.get("upload-time")]
         return min(days) if days else None
 
     def releases_by(self, name: str, day: dt.date | None = None) -> list[tuple[str, str]]:

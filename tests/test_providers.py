@@ -373,3 +373,22 @@ def test_persist__provider_first_released_after_the_date__pinned_to_that_release
     doc = tomllib.loads(mt.read_text())
     assert {"tensorflow==0.12.1", "loguru"} <= set(doc["dependencies"]["extra"]) and res is not None
     assert "tensorflow==0.12.1" in (mt.parent / "pyproject.toml").read_text()
+
+
+def test_index__a_release_s_files__hashes_requires_python_upload_day() -> None:
+    """What a lock from uv's resolution reads of the index (PEP 691): file names with their sha256,
+    the release's Requires-Python (uv reads only its lower bound), the first upload day."""
+    from pyrepro.index import Index
+
+    listing = {"files": [
+        {"filename": "dataclasses-0.8-py3-none-any.whl", "hashes": {"sha256": "a" * 64},
+         "requires-python": ">=3.6, <3.7", "upload-time": "2020-11-13T19:40:12Z"},
+        {"filename": "dataclasses-0.8.tar.gz", "hashes": {"sha256": "b" * 64}, "upload-time": "2020-11-13T19:40:14Z"},
+        {"filename": "dataclasses-0.6-py3-none-any.whl", "hashes": {}, "upload-time": "2018-05-17T00:00:00Z"},
+    ]}
+    idx = Index(None, fetch=lambda url: json.dumps(listing).encode())
+    assert idx.file_hashes("dataclasses", "0.8") == [("dataclasses-0.8-py3-none-any.whl", "sha256:" + "a" * 64),
+                                                     ("dataclasses-0.8.tar.gz", "sha256:" + "b" * 64)]
+    assert idx.file_hashes("dataclasses", "0.6") == []  # listed without a sha256: no file to lock
+    assert idx.requires_python("dataclasses", "0.8") == ">=3.6, <3.7" and idx.requires_python("dataclasses", "0.6") is None
+    assert idx.uploaded("dataclasses", "0.8") == "2020-11-13" and idx.file_hashes("dataclasses", "not-a-version") == []

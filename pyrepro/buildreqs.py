@@ -104,7 +104,7 @@ def _same(a: str | None, b: str) -> bool:
         return False
 
 
-def _admits(requires_python: object, python: str | None) -> bool:
+def admits_python(requires_python: object, python: str | None) -> bool:
     """Whether a file's ``requires-python`` admits CPython ``python`` (``"3.6"``): any patch
     release of it (``3.6.0`` or a late one). No Python, or no readable specifier, admits."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -146,7 +146,7 @@ def newest_before(index: Index, name: str, spec: str, bound: dt.date, python: st
         day = str(f["upload-time"])[:10]
         if vv not in first or day < first[vv]:
             first[vv] = day
-        if _admits(f.get("requires-python"), python):
+        if admits_python(f.get("requires-python"), python):
             runs.add(vv)
     ok = [v for v, day in first.items() if day < bound.isoformat() and sset.contains(v) and v in runs]
     return str(max(ok)) if ok else None

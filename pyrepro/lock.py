@@ -466,11 +466,11 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             budget = attempt_budget(move.strategy, move.bound, era, timeout, "relaxed" in sit.order)
             if move.resolver == "uv":
                 progress.advance(label, 0, "pdm refused the set uv resolved: the lock from uv's resolution")
-                t_uv = time.monotonic()
+                t_uv, index = time.monotonic(), _index()  # one index: its project listings are read once
                 ok, out, locked_text = uvtool.lock_with_uv(
                     rs, req.python, move.bound, runner=runner, cache=uvtool.uv_cache(cache_dir()),
-                    files_of=_index().file_hashes, requires_python=lock_range(req.python),
-                    fits=_admits(req.python),
+                    files_of=index.file_hashes, requires_python=lock_range(req.python),
+                    fits=_admits(req.python, index),
                     content_hash=content_hash(read_pyproject(work / "pyproject.toml")))
                 run = _Run(ok, out, time.monotonic() - t_uv, locked_text, "not locked: uv resolved for x86_64")
             elif by_pip:
@@ -612,23 +612,12 @@ def _index() -> Any:
     return WheelIndex(cache_dir())
 
 
-def _admits(python: str) -> Callable[[str, str], bool]:
-    """Whether a release's Requires-Python (from the index) admits CPython ``python`` (its first
-    patch release that locks target: ``first_patch``); unknown or unreadable admits."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+def _admits(python: str, index: Any) -> Callable[[str, str], bool]:
+    """Whether a release's Requires-Python (from ``index``) admits CPython ``python``
+    (``buildreqs.admits_python``: any of its patch releases; unknown admits)."""
+    from pyrepro.buildreqs import admits_python
 
-    from pyrepro.interpreters import first_patch
-
-    index, full = _index(), first_patch(python)
-
-    def fits(name: str, version: str) -> bool:
-        spec = index.requires_python(name, version)
-        try:
-            return spec is None or SpecifierSet(spec).contains(full, prereleases=True)
-        except InvalidSpecifier:
-            return True
-
-    return fits
+    return lambda name, version: admits_python(index.requires_python(name, version), python)
 
 
 def _first_line(text: str) -> str:

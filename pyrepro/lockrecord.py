@@ -137,7 +137,9 @@ def render_record(o: LockOutcome, stamp: dt.datetime) -> str:
     doc["targets"] = list(o.targets)
     if o.exclude_newer:
         doc["exclude_newer"] = o.exclude_newer
-    by_pip = o.python.split(".")[0] == "2"  # pyrepro.piplock: pip on the target interpreter
+    from pyrepro.piplock import targets_pip
+
+    by_pip = targets_pip(o.python)  # pip on the target interpreter locked it
     by_uv = any(f.startswith(UV_LOCKED) for f in o.fidelity)  # pyrepro.uvtool.lock_with_uv
     doc["resolver"] = "pip" if by_pip else "uv" if by_uv else "pdm"
     if not by_pip and not by_uv:

@@ -343,6 +343,12 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
             t.update({"name": decl.name, "spec": spec,
                       "reason": f"{DECLARED_REASON} ({decl.path}:{decl.line})"})
             pins.append(t)
+    for m in wheel_matches:
+        if m.declared and m.spec and (m.distribution, m.spec) not in seen_specs:
+            seen_specs.add((m.distribution, m.spec))
+            t = tomlkit.table()
+            t.update({"name": m.distribution, "spec": m.spec, "reason": m.reason})
+            pins.append(t)
     if len(pins):
         deps["pins"] = pins
     if pinned_sources:
@@ -373,6 +379,7 @@ class WheelMatch:
     distribution: str
     reason: str
     declared: bool  # the submission declares the distribution (written to [mapping]); else a review note
+    spec: str = ""  # "==version" when that release must be installed (``Provider.spec``)
 
 
 def match_by_wheels(scan: ScanResult, index: Any, before: dt.date | None = None,
@@ -430,7 +437,7 @@ def match_by_wheels(scan: ScanResult, index: Any, before: dt.date | None = None,
                 continue
             found = find_provider(imp.module, index, before, python)
             if found is not None:
-                out.append(WheelMatch(top, found.distribution, found.reason, True))
+                out.append(WheelMatch(top, found.distribution, found.reason, True, found.spec()))
     return out
 
 

@@ -19,7 +19,8 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-MAX_RELEASES = 3  # releases of one candidate looked at, newest first, for one with a wheel
+MAX_RELEASES = 3  # unreadable releases of one candidate (no wheel, no readable sdist) passed over
+MAX_YEARS = 4  # releases of one candidate, a year apart, read that do not ship the module
 AFTER_DATE = "after the submission's date"  # in the reason of a provider first released after that date
 
 
@@ -31,6 +32,14 @@ class Provider:
     wheel: str
     uploaded: str  # ISO day
     reason: str
+    pinned: bool = False  # newer releases no longer ship the module: this release is pinned
+
+    def spec(self) -> str:
+        """``==version`` when this very release must be installed, else "": a provider first released
+        after the submission's date (a date-bounded relock would not see it, an unbounded one takes
+        today's: keras 1.1.1 of 2016 beside tensorflow 2.x fails with "module 'tensorflow' has no
+        attribute 'placeholder'"), or one whose newer releases no longer ship the module."""
+        return f"=={self.version}" if self.version and (self.pinned or AFTER_DATE in self.reason) else ""
 
 
 def known_absent(module: str) -> str:
@@ -88,24 +97,40 @@ def _first_shipping(top: str, module: str, index: Any, before: dt.date | None, *
         else:
             releases = index.releases_by(name, before)
         releases = [r for r in releases if _installs(index, name, r[0], python)]
-        for version, day in releases[:MAX_RELEASES]:
+        first_miss = ""  # the first release read that does not ship it
+        miss_year = ""  # the year of the last such release
+        misses = unread = 0
+        for version, day in releases:
+            if miss_year and day[:4] == miss_year:
+                continue  # the same year as a release that does not ship it: a year further on
             got = index.top_levels(name, version)
             if got is None:
+                unread += 1
+                if unread >= MAX_RELEASES:
+                    break
                 continue  # neither a wheel nor a readable sdist for this release: the next one
             tops, file = got
-            if top in tops:
-                if after:
-                    late = (dt.date.fromisoformat(day) - before).days if before else 0
-                    when = (f"uploaded {day}, {late} day{'s' if late != 1 else ''} {AFTER_DATE} {before}: no release "
-                            "by that date ships it, this is the first after it that does")
-                else:
-                    when = f"uploaded {day}" + (f", by the submission's date {before}" if before else "")
-                kind = "wheel" if file.endswith(".whl") else "sdist"
-                return Provider(top, canonicalize_name(name), version, file, day,
-                                f"no declaration provides {top}; the {kind} {file} ({when}) ships the top-level "
-                                f"module {top} (rule import-provider: candidates "
-                                f"{', '.join(candidates(module))})")
-            break  # this candidate's release does not ship it: the next candidate
+            if top not in tops:
+                # this release does not ship it; the project may have renamed its module (pyDOE 0.3.8
+                # of 2015 ships pyDOE, its releases of 2026 ship pydoe): one release a year further
+                first_miss, miss_year, misses = first_miss or version, day[:4], misses + 1
+                if misses >= MAX_YEARS:
+                    break  # not this candidate: the next one
+                continue
+            if after:
+                late = (dt.date.fromisoformat(day) - before).days if before else 0
+                when = (f"uploaded {day}, {late} day{'s' if late != 1 else ''} {AFTER_DATE} {before}: no release "
+                        "by that date ships it, this is the first after it that does")
+            else:
+                when = f"uploaded {day}" + (f", by the submission's date {before}" if before else "")
+            kind = "wheel" if file.endswith(".whl") else "sdist"
+            pinned = bool(first_miss) and not after
+            gone = (f"; {canonicalize_name(name)} {first_miss}, a newer release, no longer ships it, so {version} is "
+                    "pinned") if pinned else ""
+            return Provider(top, canonicalize_name(name), version, file, day,
+                            f"no declaration provides {top}; the {kind} {file} ({when}) ships the top-level "
+                            f"module {top}{gone} (rule import-provider: candidates "
+                            f"{', '.join(candidates(module))})", pinned)
     return None
 
 
@@ -152,9 +177,6 @@ def persist(model_toml: Any, providers: list[Provider]) -> None:
         entry.update({"distribution": p.distribution, "reason": p.reason})
         mapping[p.module] = entry
         if p.distribution not in [canonicalize_name(re.split(r"[;\[<>=!~ ]", str(e), maxsplit=1)[0]) for e in extra]:
-            # a provider first released after the submission's date is pinned to that release: a
-            # date-bounded relock would not see it, an unbounded one takes today's (keras 1.1.1 of
-            # 2016 beside tensorflow 2.x: "module 'tensorflow' has no attribute 'placeholder'")
-            extra.append(f"{p.distribution}=={p.version}" if p.version and AFTER_DATE in p.reason else p.distribution)
+            extra.append(p.distribution + p.spec())
     atomic_write_text(model_toml, tomlkit.dumps(doc))
     atomic_write_text(model_toml.parent / "pyproject.toml", gen.render_pyproject(parse_model(model_toml)))

@@ -105,6 +105,9 @@ class Situation:
     # resolves to nothing): "" when the lock did not fail that way
     lock_failed: str = ""
     sdists: tuple[tuple[str, str], ...] = ()  # locked sdists the last build could not build
+    # sdist -> the declared requirements, none of them imported by the code, that alone bring it
+    # into the lock (absent: an imported requirement needs it, or the lock does not say)
+    unimported: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     imports: tuple[tuple[str, str, str], ...] = ()  # the last import check: (module, status, message)
     notes: str = ""  # model.toml notes (the reason an import has no distribution, when known)
     absent: Mapping[str, str] = field(default_factory=dict)  # module -> the name table's reason it is not on PyPI
@@ -150,7 +153,8 @@ class RelockByEra:
 
 @dataclass(frozen=True)
 class AddProviders:
-    providers: tuple[tuple[str, str, str, str], ...]  # (module, distribution, version, reason)
+    # (module, distribution, version, reason, pinned: that release, as newer ones no longer ship it)
+    providers: tuple[tuple[str, str, str, str, bool], ...]
 
 
 @dataclass(frozen=True)
@@ -388,10 +392,16 @@ def _after_build(s: Situation) -> Move:
     undone = {pkg for pkg, _v in s.sdists if pkg in tried}  # moved before, and back again
     # (python, reason, rule) of a move of the Python, when one is the answer
     move = _with_rule(_older_python(s, undone), "sdist-to-older-python") if undone else None
+    drops = _unimported_steps(s)
+    if drops:  # with the sdists the other ones bring in moved to wheels where they can be
+        dropped = {st.package for st in drops}
+        rest = [(p, v) for p, v in s.sdists if not (s.unimported.get(p) and set(s.unimported[p]) <= dropped)]
+        more, _why = _wheel_steps(s, tried, rest) if rest else ([], "")
+        return PinWheels(tuple(drops + more))
     steps: list[relax.Step] = []
     why = ""
     if move is None:
-        steps, why = _wheel_steps(s, tried)
+        steps, why = _wheel_steps(s, tried, list(s.sdists))
         if not steps:
             move = _with_rule(_older_python(s, set()), "sdist-to-older-python")
         if not steps and move is None and not undone and not _python2(s):
@@ -463,14 +473,37 @@ def _newer_python(s: Situation) -> tuple[str, str] | None:
     return None
 
 
-def _wheel_steps(s: Situation, tried: Mapping[str, set[str]]) -> tuple[list[relax.Step], str]:
-    """For each sdist that did not build, the nearest release with a wheel for the model's Python
-    (rule ``sdist-to-wheel``), leaving out releases already moved to (nequip_mlearn: the relock
-    widened scikit-learn==1.0.2 back, as nequip 0.5.5 needs <=1.0.1, and the same sdist came back);
-    ([], why not) when one has none."""
-    have = _wheel_versions(s, [p for p, _v in s.sdists])
-    steps = []
+def _unimported_steps(s: Situation) -> list[relax.Step]:
+    """Sdists that did not build which only declared requirements the code never imports bring
+    into the lock (chemprop 2024's environment export declares torch-scatter, which nothing it
+    imports needs, and its build ran past the time allowed): those requirements are dropped, once
+    each (rule ``unimported-sdist``). They go to ``dependencies.dropped`` with the reason, as a
+    relaxation's drop does. [] when no failing sdist is of that kind."""
+    before = {pkg for m in s.moves for pkg, v in m.pins if not v}  # dropped already: not again
+    steps: list[relax.Step] = []
     for pkg, version in s.sdists:
+        roots = s.unimported.get(pkg, ())
+        if not roots or any(r in before for r in roots):
+            continue
+        via = "" if roots == (pkg,) else f", which {pkg} {version} comes with,"
+        for root in roots:
+            if root not in {st.package for st in steps}:
+                steps.append(relax.Step("unimported-sdist", root, root, "",
+                                        f"the locked sdist {pkg} {version} did not build here and the declared "
+                                        f"requirement {root}{via} is imported by none of the code: dropped "
+                                        "(its modules are still import-checked)", ()))
+    return steps
+
+
+def _wheel_steps(s: Situation, tried: Mapping[str, set[str]],
+                 sdists: list[tuple[str, str]]) -> tuple[list[relax.Step], str]:
+    """For each sdist of ``sdists`` that did not build, the nearest release with a wheel for the
+    model's Python (rule ``sdist-to-wheel``), leaving out releases already moved to (nequip_mlearn:
+    the relock widened scikit-learn==1.0.2 back, as nequip 0.5.5 needs <=1.0.1, and the same sdist
+    came back); ([], why not) when one has none."""
+    have = _wheel_versions(s, [p for p, _v in sdists])
+    steps = []
+    for pkg, version in sdists:
         versions = [v for v in have[pkg] if v not in tried.get(pkg, set())]
         w = relax.nearest_version(version, versions)
         if w is None:
@@ -535,15 +568,17 @@ def not_provided(row: tuple[str, str, str]) -> bool:
 def undeclared_dependency(row: tuple[str, str, str], python: str) -> str | None:
     """The top-level package an import fails for inside installed code when the whole package is
     absent (``No module named 'pkg_resources'`` while importing pybel: no dot, so not a submodule
-    that a release dropped), and it is no standard-library module of any CPython (a module that
-    left the standard library is ``imports-to-older-python``'s); else None."""
+    that a release dropped), and it is no standard-library module of ``python`` or an older CPython
+    (a module that left the standard library is ``imports-to-older-python``'s); else None. A module
+    only newer CPythons have is a backport's (``dataclasses`` on 3.6: smart_open imports it and
+    never declared the backport; ``builtins`` and ``queue`` on Python 2)."""
     from pyrepro.scan.stdlib import stdlib_names
 
     m = _NO_MODULE.search(row[2])
     if not m or "." in m.group(1) or m.group(1) == row[0].split(".")[0]:
         return None
-    # on Python 2 a module of Python 3's standard library (builtins, queue) is a backport's
-    pythons = [python] if python.startswith("2.") else [v for v, _d in RELEASES] + [python]
+    pythons = [python] if python.startswith("2.") else \
+        [v for v, _d in RELEASES if version_key(v) <= version_key(python)] + [python]
     if any(m.group(1) in stdlib_names(v) for v in pythons):
         return None
     return m.group(1)

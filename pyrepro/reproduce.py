@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -166,6 +166,12 @@ class Budget:
 
         return call  # type: ignore[return-value]
 
+
+# How long one sdist's build may run in a reproduction (``PYREPRO_SDIST_SECONDS`` overrides): a build
+# still running then is stopped and counted as not built, so the repair planner can move it (a
+# release with a wheel, another Python, or dropping a requirement the code never imports) while
+# the budget lasts; torch-scatter's build from source alone takes longer than 10 minutes on 2 cores
+SDIST_SECONDS = 240.0
 
 # The share of the time left that one lock may take: the build and the import check need the rest
 LOCK_SHARE_OF_BUDGET = 0.5
@@ -458,7 +464,53 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
                             unlocked=tuple(unlocked), lock_failed=lock_failed,
                             imports=tuple(imports), notes=spec.notes or "", moves=tuple(moves),
                             absent={m: why for m, why in absent.items() if why}, provided=provided,
-                            installed=installed)
+                            installed=installed, unimported=_unimported_only(spec, sdists))
+
+
+def _unimported_only(spec: Any, sdists: Sequence[tuple[str, str]]) -> dict[str, tuple[str, ...]]:
+    """sdist -> the declared requirements that bring it into the model's pdm.lock, when every one of
+    them is a requirement the code never imports (``[dependencies] extra`` with no marker, not a
+    scanned distribution, not a provider of ``[mapping]``): ``repair.Situation.unimported``. Read
+    from the lock's dependency lists; {} when the lock has none (pip's and uv's locks)."""
+    import tomllib
+
+    req_name = relax.req_name
+    if not sdists:
+        return {}
+    try:
+        data = tomllib.loads((spec.dir / "pdm.lock").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    pkgs = [p for p in data.get("package", []) if isinstance(p, dict)]
+    if not any("dependencies" in p for p in pkgs):
+        return {}
+    edges: dict[str, set[str]] = {}
+    for p in pkgs:
+        edges.setdefault(canonicalize_name(str(p.get("name", ""))), set()).update(
+            req_name(str(d)) for d in p.get("dependencies", []))
+    deps = spec.dependencies
+    imported = {req_name(n) for n in deps.scanned} | {canonicalize_name(m.distribution) for m in spec.mapping} | \
+        {req_name(e) for e in deps.extra if ";" in e}
+    unimported = {req_name(e) for e in deps.extra if ";" not in e} - imported
+    roots = (imported | unimported) - {req_name(n) for n in (*deps.remove, *deps.dropped)}
+
+    def reaches(root: str, target: str) -> bool:
+        seen, todo = set(), [root]
+        while todo:
+            n = todo.pop()
+            if n == target:
+                return True
+            if n not in seen:
+                seen.add(n)
+                todo.extend(edges.get(n, ()))
+        return False
+
+    out: dict[str, tuple[str, ...]] = {}
+    for pkg, _v in sdists:
+        via = {r for r in roots if reaches(r, canonicalize_name(pkg))}
+        if via and via <= unimported:
+            out[pkg] = tuple(sorted(via))
+    return out
 
 
 def _locked_versions(spec: Any) -> dict[str, str]:
@@ -503,7 +555,8 @@ def plan(situation: Any, *, index: Any, runner: Runner = proc.run, before: Any =
             from pyrepro.providers import find_provider
 
             found = find_provider(mod, index, before, situation.python) if index is not None else None
-            learned["providers"][mod] = (found.distribution, found.version, found.reason) if found else None
+            learned["providers"][mod] = (found.distribution, found.version, found.reason, found.pinned) \
+                if found else None
         for py in move.interpreters:
             try:
                 find_python(py, runner=runner)
@@ -542,7 +595,7 @@ def _relock_with_providers(spec: Any, move: Any, paths: Paths, *, runner: Runner
     from pyrepro import providers
 
     return _relock_or_restore(spec, lambda: providers.persist(spec.path, [
-        providers.Provider(m, d, v, "", "", why) for m, d, v, why in move.providers]),
+        providers.Provider(m, d, v, "", "", why, pinned) for m, d, v, why, pinned in move.providers]),
         paths, runner=runner, progress=progress, lock_timeout=lock_timeout)
 
 
@@ -619,7 +672,8 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
             try:
                 from pyrepro.backends import local
 
-                built = local.build(spec, paths, mirror=mirror, runner=runner, progress=progress)
+                built = local.build(spec, paths, mirror=mirror, runner=runner, progress=progress,
+                                    sdist_seconds=local.sdist_cap(SDIST_SECONDS))
                 stages.append(Stage("build", "ok", clock() - t0, f"environment {built.env_key[:12]} (Python {built.python})"
                                     + (f"; after sdists that did not build: {'; '.join(replaced)}" if replaced else "")))
                 break
@@ -706,9 +760,9 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                     moves.append(repair.Moved("provider", "imports", ok=new is not None, modules=mods))
                     if new is not None:
                         rec.setdefault("relaxed", []).extend(f"{m} provided by {d}=={v}: {why}"
-                                                             for m, d, v, why in move.providers)
+                                                             for m, d, v, why, _p in move.providers)
                         _relocked(stages, outcome, "after adding " + ", ".join(
-                            f"{d} (ships {m})" for m, d, _v, _w in move.providers))
+                            f"{d} (ships {m})" for m, d, _v, _w, _p in move.providers))
                         spec, relocked = new, True
                         break
                     continue

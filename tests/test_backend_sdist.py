@@ -445,3 +445,43 @@ def test_bound_uv_cache__over_the_bound_emptied__within_kept(tmp_path: Path, mon
     monkeypatch.setenv("PYREPRO_UV_CACHE_MB", "2")
     assert local.bound_uv_cache(paths) == 3 * 1024 * 1024 and not local.uv_cache(paths).exists()
     assert local.bound_uv_cache(paths) == 0  # nothing there: nothing to do
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_build_env__sdist_build_past_its_time__stopped_named_and_not_retried_without_isolation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
+    """chemprop, litmatter (corpus6 held): torch-scatter's compile ran until the reproduction's
+    10 minutes were gone, leaving no time to move it. A sdist's build gets ``sdist_seconds``; one
+    still running then is stopped and named (the one pip had started and not finished), and it is
+    not built again without isolation, which would take as long."""
+    from pyrepro.errors import ExternalToolError
+
+    monkeypatch.setenv("PYREPRO_BUILD_JOBS", jobs)
+    paths, spec = _mini(tmp_path, sdist=SDIST_PKG + SDIST_PKG_2)
+    timeouts: list[float] = []
+    builds: list[list[str]] = []
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[1:4] in (["-m", "pip", "wheel"], ["-m", "pip", "install"]) and "-r" in argv \
+                and "torch-" in Path(argv[-1]).read_text():
+            builds.append(argv)
+            timeouts.append(kw["timeout"])
+            if "torch-scatter" in Path(argv[-1]).read_text():
+                raise ExternalToolError(argv, -1, "", "  Building wheel for torch-cluster (setup.py): finished\n"
+                                        "  Created wheel for torch-cluster: filename=x.whl\n"
+                                        "  Building wheel for torch-scatter (setup.py): started\n", timeout=30)
+            out = Path(argv[argv.index("-w") + 1]) if "-w" in argv else None
+            if out is not None:
+                (out / "torch_cluster-1.6.1-cp311-cp311-linux_x86_64.whl").write_bytes(b"")
+            return Completed(tuple(argv), 0, "", "")
+        if argv[1:4] in (["-m", "pip", "install"], ["-m", "pip", "download"]):
+            return Completed(tuple(argv), 0, "", "")
+        return proc.run(cmd, **kw)
+
+    with pytest.raises(local.SdistBuildError) as e:
+        local.build_env(spec, paths, runner=runner, platform="linux-x86_64", sdist_seconds=30)
+    assert e.value.packages == (("torch-scatter", "2.1.1"),)
+    assert "did not end within 30 s" in str(e.value) and "PYREPRO_SDIST_SECONDS" in (e.value.hint or "")
+    assert set(timeouts) == {30} and not any("--no-build-isolation" in a for a in builds)
+    assert not list((paths.cache / "envs").glob("mini-*"))  # nothing half-built is left as an environment

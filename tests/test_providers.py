@@ -78,12 +78,20 @@ def test_index_releases_by__final_releases_by_day_newest_first() -> None:
     assert idx.releases_by("x")[0] == ("3.0", "2024-01-01")
 
 
+@pytest.mark.parametrize("module,wants,python", [
+    ("loguru", "loguru", "3.9"),
+    # installed code (gensim's smart_open) imports dataclasses on 3.6, where it is no standard
+    # library yet and the distribution never declared the backport (mol2vec, corpus6 held)
+    ("gensim", "dataclasses", "3.6"),
+])
 def test_reproduce__undeclared_import__provider_by_wheel_evidence__relocked_rebuilt_imports_pass(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path, write_files: Any) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path, write_files: Any,
+        module: str, wants: str, python: str) -> None:
     """`import loguru` with nothing declared, and the index could not be asked while init drafted
     (so no provider then): the environment lacks it; the wheel of loguru's newest release by the
     submission's date ships loguru, so the import check's repair records it in model.toml with
-    that evidence, then relock, rebuild, and the import check passes."""
+    that evidence, then relock, rebuild, and the import check passes. Likewise a standard-library
+    module of newer CPythons that installed code imports on an older one: its backport."""
     import tomllib
 
     from pyrepro import index as index_mod
@@ -97,7 +105,7 @@ def test_reproduce__undeclared_import__provider_by_wheel_evidence__relocked_rebu
     (proj / "patches").mkdir()
     (proj / "flake.nix").write_text("{}\n")
     monkeypatch.setenv("PYREPRO_ROOT", str(proj))
-    fake = FakeIndex({"loguru": [("0.7.2", "2023-09-11", {"loguru"}), ("0.5.3", "2020-09-20", {"loguru"})]})
+    fake = FakeIndex({wants: [("0.7.2", "2023-09-11", {wants}), ("0.5.3", "2020-09-20", {wants})]})
     fake.up = False  # while init drafts
     monkeypatch.setattr(index_mod, "WheelIndex", lambda cache: fake)
     locks: list[str] = []
@@ -116,26 +124,27 @@ def test_reproduce__undeclared_import__provider_by_wheel_evidence__relocked_rebu
                           "s" * 20, paths.cache / "launch", "3.9.18", True, True, 0.1)
 
     def fake_imports(spec, built, **kw):  # type: ignore[no-untyped-def]
-        has = "loguru" in (spec.dir / "pyproject.toml").read_text()
-        return [("numpy", "ok", ""), ("loguru", "ok", "") if has else
-                ("loguru", "error", "ModuleNotFoundError: No module named 'loguru'")]
+        has = f'"{wants}"' in (spec.dir / "pyproject.toml").read_text()
+        return [("numpy", "ok", ""), (module, "ok", "") if has else
+                (module, "error", f"ModuleNotFoundError: No module named '{wants}'")]
 
     monkeypatch.setattr(lock, "lock_model", fake_lock)
     monkeypatch.setattr(local, "build", fake_build)
-    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["numpy", "loguru"])
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["numpy", module])
     monkeypatch.setattr(run_mod, "check_imports", fake_imports)
-    root = write_files({"sub/run.py": "import numpy\nimport loguru\n", "sub/requirements.txt": "numpy==1.19.5\n",
+    declared = "numpy==1.19.5\n" + ("" if module == wants else f"{module}\n")
+    root = write_files({"sub/run.py": f"import numpy\nimport {module}\n", "sub/requirements.txt": declared,
                         "sub/metadata.json": json.dumps({"date_submitted": "03-01-2021"})})
-    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.9", online=True)
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python=python, online=True)
     assert res.ok, res.stages
-    assert len(locks) == 2 and "loguru" not in locks[0] and "loguru" in locks[1]
+    assert len(locks) == 2 and f'"{wants}"' not in locks[0] and f'"{wants}"' in locks[1]
     doc = tomllib.loads((proj / "models" / "sub" / "model.toml").read_text())
-    entry = doc["mapping"]["loguru"]
-    assert entry["distribution"] == "loguru" and "loguru-0.5.3-py3-none-any.whl" in entry["reason"]
-    assert "uploaded 2020-09-20" in entry["reason"] and "loguru" in doc["dependencies"]["extra"]
+    entry = doc["mapping"][wants]
+    assert entry["distribution"] == wants and f"{wants}-0.5.3-py3-none-any.whl" in entry["reason"]
+    assert "uploaded 2020-09-20" in entry["reason"] and wants in doc["dependencies"]["extra"]
     lock_row = next(s for s in res.stages if s.name == "lock")
-    assert "after adding loguru (ships loguru)" in lock_row.detail
-    assert any(r.startswith("loguru provided by loguru==0.5.3") for r in res.relaxed)
+    assert f"after adding {wants} (ships {wants})" in lock_row.detail
+    assert any(r.startswith(f"{wants} provided by {wants}==0.5.3") for r in res.relaxed)
 
 
 
@@ -392,3 +401,43 @@ def test_index__a_release_s_files__hashes_requires_python_upload_day() -> None:
     assert idx.file_hashes("dataclasses", "0.6") == []  # listed without a sha256: no file to lock
     assert idx.requires_python("dataclasses", "0.8") == ">=3.6, <3.7" and idx.requires_python("dataclasses", "0.6") is None
     assert idx.uploaded("dataclasses", "0.8") == "2020-11-13" and idx.file_hashes("dataclasses", "not-a-version") == []
+
+
+def test_find_provider__module_renamed_in_later_releases__older_release_that_ships_it_pinned() -> None:
+    """pinns (corpus6 held, undated): `import pyDOE`; PyPI's pydoe ships `pydoe` in its releases of
+    2026 and `pyDOE` in 0.3.8 of 2015. The newest release not shipping it is no reason to give the
+    candidate up: one release a year further back is read, and the one that ships it is pinned."""
+    idx = FakeIndex({"pydoe": [("1.6.0", "2026-10-21", {"pydoe"}), ("1.5.0", "2026-08-20", {"pydoe"}),
+                               ("0.4.0", "2026-02-08", {"pydoe"}), ("0.3.8", "2015-07-13", {"pyDOE"}),
+                               ("0.3.7", "2014-12-09", {"pyDOE"})]})
+    p = providers.find_provider("pyDOE", idx, None)
+    assert p is not None and (p.distribution, p.version, p.pinned, p.spec()) == ("pydoe", "0.3.8", True, "==0.3.8")
+    assert "pydoe 1.6.0, a newer release, no longer ships it" in p.reason
+    assert idx.asked == [("pydoe", "1.6.0"), ("pydoe", "0.3.8")]  # the other 2026 releases: not read
+    # the newest release ships it: nothing pinned
+    q = providers.find_provider("pydoe", idx, None)
+    assert q is not None and (q.version, q.pinned, q.spec()) == ("1.6.0", False, "")
+    # a project whose releases of several years never ship it is given up after MAX_YEARS reads
+    other = FakeIndex({"pydoe": [(f"{y - 2000}.0", f"{y}-01-01", {"else"}) for y in range(2025, 2015, -1)]})
+    assert providers.find_provider("pyDOE", other, None) is None
+    assert len([a for a in other.asked if a[0] == "pydoe"]) == providers.MAX_YEARS
+
+
+def test_init__undeclared_import_of_a_renamed_module__provider_pinned_in_model_toml(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write_files: Any) -> None:
+    """Through init: the provider release found behind the rename is written with its evidence to
+    [mapping] and pinned in [[dependencies.pins]], so the lock cannot take a release without it."""
+    import tomllib
+
+    from pyrepro import index as index_mod
+    from pyrepro.init import init_model
+
+    idx = FakeIndex({"pydoe": [("1.6.0", "2026-10-21", {"pydoe"}), ("0.3.8", "2015-07-13", {"pyDOE"})]})
+    monkeypatch.setattr(index_mod, "WheelIndex", lambda cache: idx)
+    root = write_files({"sub/train.py": "import numpy\nfrom pyDOE import lhs\n", "sub/requirements.txt": "numpy\n"})
+    init_model(root / "sub", name="sub", models_dir=tmp_path / "models", python="3.9", cache=tmp_path / "c")
+    doc = tomllib.loads((tmp_path / "models" / "sub" / "model.toml").read_text())
+    assert doc["mapping"]["pyDOE"]["distribution"] == "pydoe"
+    pin = next(p for p in doc["dependencies"]["pins"] if p["name"] == "pydoe")
+    assert pin["spec"] == "==0.3.8" and "no longer ships it" in pin["reason"]
+    assert "pydoe==0.3.8" in (tmp_path / "models" / "sub" / "pyproject.toml").read_text().replace(" ", "")

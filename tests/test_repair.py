@@ -46,7 +46,7 @@ class Oracle:
                 uploaded={(p, v): self.uploads.get(f"{p}=={v}") for p, v in move.uploads},
                 interpreters={py: "" if py in self.pythons else f"no Python {py} interpreter found"
                               for py in move.interpreters},
-                providers={m: (self.provided[m], "1.0", "ships it") if m in self.provided else None
+                providers={m: (self.provided[m], "1.0", "ships it", False) if m in self.provided else None
                            for m in move.providers},
                 next_release={k: (self.next_releases[k], f"{k[1]} {self.next_releases[k]} ships it")
                               if k in self.next_releases else None for k in move.next_release})
@@ -261,10 +261,10 @@ def test_imports_not_provided__online__look_up_then_add_the_provider_once() -> N
     s = _s(imports=(_LOGURU, ("numpy", "ok", "")))
     move = repair.next_move(s)
     assert isinstance(move, repair.LookUp) and move.providers == ("loguru",)
-    found = replace(s, facts=repair.Facts(providers={"loguru": ("loguru", "0.5.3", "its wheel ships loguru")}))
+    found = replace(s, facts=repair.Facts(providers={"loguru": ("loguru", "0.5.3", "its wheel ships loguru", False)}))
     add = repair.next_move(found)
     assert isinstance(add, repair.AddProviders) and add.providers == (("loguru", "loguru", "0.5.3",
-                                                                        "its wheel ships loguru"),)
+                                                                        "its wheel ships loguru", False),)
     # given once: still failing afterwards, the planner gives up instead of adding it again
     after = replace(found, moves=(repair.Moved("provider", "imports", modules=("loguru",)),))
     final = repair.next_move(after)
@@ -416,6 +416,11 @@ def test_imports_inside__a_whole_package_installed_code_never_declared__its_prov
     assert repair.undeclared_dependency(("x", "error", "No module named 'sklearn.metrics.scorer'"), "3.13") is None
     assert repair.undeclared_dependency(("x", "error", "No module named 'imp'"), "3.13") is None
     assert repair.undeclared_dependency(("loguru", "error", "No module named 'loguru'"), "3.13") is None
+    # a module only newer CPythons have, missing inside installed code on an older one: the backport
+    # (mol2vec's gensim on 3.6: smart_open imports dataclasses, standard library from 3.7 on)
+    row = ("gensim", "error", "ModuleNotFoundError: No module named 'dataclasses'")
+    assert repair.undeclared_dependency(row, "3.6") == "dataclasses"
+    assert repair.undeclared_dependency(row, "3.7") is None
 
 
 def test_sdist__wheels_only_for_newer_pythons__oldest_newer_python_with_one() -> None:
@@ -479,3 +484,32 @@ def test_sdist__undated__nothing_else_helps__relock_by_the_sdists_upload_day_onc
     after = replace(s, moves=(repair.Moved("era-of", "build", ok=True),))
     assert isinstance(o.answer(after), repair.GiveUp)
     assert isinstance(o.answer(replace(s, dated=True)), repair.GiveUp)
+
+
+def test_sdist__only_unimported_requirements_bring_it__dropped_others_moved_to_wheels() -> None:
+    """chemprop 2024 (corpus6 held): an environment export declares torch-scatter and
+    scikit-learn-extra, which nothing the code imports needs; no release of torch-scatter has a
+    wheel, so the Python would move for a package no code uses. Those declarations are dropped
+    (rule unimported-sdist); numba, which an imported package needs, moves to a wheel in the same
+    move. Dropped once, a declaration is not dropped again."""
+    o = Oracle({"torch-scatter": {"2.1.2": set()}, "numba": {"0.58.1": set(), "0.59.0": {"3.12"}},
+                "scikit-learn-extra": {"0.3.0": set()}})
+    s = _s(python="3.12", sdists=(("numba", "0.58.1"), ("torch-scatter", "2.1.2"), ("scikit-learn-extra", "0.3.0")),
+           unimported={"torch-scatter": ("torch-scatter",), "scikit-learn-extra": ("scikit-learn-extra",)})
+    move = o.answer(s)
+    assert isinstance(move, repair.PinWheels)
+    got = [(st.rule, st.package, st.after) for st in move.steps]
+    assert got == [("unimported-sdist", "torch-scatter", ""), ("unimported-sdist", "scikit-learn-extra", ""),
+                   ("sdist-to-wheel", "numba", "numba==0.59.0")]
+    assert "imported by none of the code" in move.steps[0].reason
+    # a sdist that an unimported requirement brings in: that requirement goes, and it says through what
+    via = o.answer(_s(sdists=(("pycairo", "1.29.0"),), unimported={"pycairo": ("rlpycairo",)}))
+    assert isinstance(via, repair.PinWheels) and [(st.package, st.after) for st in via.steps] == [("rlpycairo", "")]
+    assert "rlpycairo, which pycairo 1.29.0 comes with," in via.steps[0].reason
+    # dropped before (the relock brought it back through something else): the usual build rules
+    again = replace(s, sdists=(("torch-scatter", "2.1.2"),),
+                    moves=(repair.Moved("wheels", "build", pins=(("torch-scatter", ""),)),))
+    assert not isinstance(o.answer(again), repair.PinWheels)
+    # an imported requirement needs it (no entry in unimported): not dropped
+    kept = o.answer(replace(s, unimported={}))
+    assert not (isinstance(kept, repair.PinWheels) and any(st.rule == "unimported-sdist" for st in kept.steps))

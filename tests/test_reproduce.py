@@ -1075,3 +1075,61 @@ def test_reproduce_cli__undated_installed_code_fails_to_import__relocked_by_the_
     assert locks == [(interp.NEWEST, "as-declared", None), ("3.8", "date-bounded", "2020-07-27")]
     lock_row = next(s for s in rec["stages"] if s["stage"] == "lock")
     assert "date-bounded after automatminer failed to import" in lock_row["detail"]
+
+
+@pytest.mark.parametrize("imported_needs_it", [False, True])
+def test_reproduce__sdist_only_unimported_requirements_need__dropped_relocked_rebuilt(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch, imported_needs_it: bool) -> None:
+    """litmatter, chemprop (corpus6 held): a declared torch-scatter that no code imports, and that
+    nothing the code imports needs (the lock's dependency lists say so), ran out of time compiling.
+    The declaration is dropped with its reason (``dependencies.dropped``), the model relocked and
+    rebuilt. When an imported distribution's locked release needs it, it is not dropped."""
+    import tomllib
+
+    from pyrepro.backends import BuiltModel, local
+    from pyrepro.errors import SdistBuildError
+
+    root = write_files({"sub/run.py": "import torch_geometric\n",
+                        "sub/requirements.txt": "torch-geometric\ntorch-scatter\n"})
+    monkeypatch.setattr("pyrepro.index._urllib_fetch", lambda url: None)
+    needs = '"torch-scatter>=2",' if imported_needs_it else ""
+    builds: list[str] = []
+    locks: list[str] = []
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        pyproject = (spec.dir / "pyproject.toml").read_text()
+        locks.append(pyproject)
+        scatter = "torch-scatter" in pyproject or imported_needs_it
+        (spec.dir / "pdm.lock").write_text(
+            f'[[package]]\nname = "torch-geometric"\nversion = "2.6.1"\ndependencies = [{needs} "numpy"]\n'
+            '[[package]]\nname = "numpy"\nversion = "2.1.0"\n'
+            + ('[[package]]\nname = "torch-scatter"\nversion = "2.1.2"\n' if scatter else ""))
+        return lock.LockOutcome(spec.name, 1, "as-declared", (), (), (), (), (), (), 1.0, spec.python, ("x",), 1,
+                                "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        builds.append((spec.dir / "pdm.lock").read_text())
+        assert kw["sdist_seconds"] == reproduce.SDIST_SECONDS
+        if "torch-scatter" in builds[-1]:
+            raise SdistBuildError("the build of the sdist torch-scatter 2.1.2 of sub did not end within 240 s",
+                                  packages=(("torch-scatter", "2.1.2"),))
+        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
+                          "s" * 20, paths.cache / "launch", "3.11.9", True, True, 0.1)
+
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    from pyrepro import run as run_mod
+
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: [])
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=True)
+    build = next(s for s in res.stages if s.name == "build")
+    doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
+    if imported_needs_it:
+        assert build.status == "failed" and "torch-scatter" in build.detail
+        assert "dropped" not in doc["dependencies"] and not any("unimported-sdist" in r for r in res.relaxed)
+        return
+    assert build.status == "ok" and len(builds) == 2, build
+    assert "torch-scatter" in locks[0] and "torch-scatter" not in locks[-1]
+    assert doc["dependencies"]["dropped"] == ["torch-scatter"]
+    assert any("unimported-sdist: dropped 'torch-scatter'" in r and "imported by none of the code" in r
+               for r in res.relaxed)

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from pyrepro import lock, patches, proc, sources, uvtool, verify
 from pyrepro.backends import BuiltModel
 from pyrepro.errors import (
@@ -268,9 +270,14 @@ def build_bound(spec: ModelSpec, sdists: list[Locked] | None = None, index: Any 
 
 
 def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progress: Progress = NULL_PROGRESS,
-              platform: str | None = None, index: Any = None) -> tuple[Path, str, str, bool]:
+              platform: str | None = None, index: Any = None,
+              sdist_seconds: float | None = None) -> tuple[Path, str, str, bool]:
     """The model's environment: (dir, key, full python version, cache hit). ``index``: the package
-    index asked for the sdists' build requirements (default: PyPI through ``pyrepro.index``)."""
+    index asked for the sdists' build requirements (default: PyPI through ``pyrepro.index``).
+    ``sdist_seconds``: how long one sdist's build may run (default ``sdist_cap()``); a build
+    that runs longer is killed and that sdist reported as not built (``SdistBuildError``), with no
+    second attempt without isolation, so a repair can move it (``pyrepro.repair``)."""
+    cap = sdist_seconds or sdist_cap()
     key = env_key(spec, platform)
     final = paths.cache / "envs" / f"{spec.name}-{key}"
     info = _complete(final)
@@ -334,6 +341,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
             req.write_text(requirements_text(group), encoding="utf-8")
             failures = []
             outputs = []  # each attempt's whole output: which sdist failed is read from it, not the tail
+            timed_out: list[Locked] = []  # sdists whose build ran past ``cap`` and was killed
             for flags in tries:
                 if flags:  # without isolation the venv builds: give it the build tools of the era first
                     tools = no_isolation_tools(bounded, pkgs, spec, paths, index, bound)
@@ -346,11 +354,13 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                     run_env = iso_env if group is sdists and not flags else env
                     if group is sdists and len(group) > 1 and build_jobs() > 1:
                         return build_sdists_in_parallel(tmp / "bin" / "python", group, flags, run_env, runner,
-                                                        progress, label)
-                    return runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes",
-                                   "--no-deps", "--progress-bar=off", *flags, *extra, "-r", str(req)],
-                                  env=run_env, check=False, timeout=7200,
-                                  on_line=output_detail(progress, label, pip_detail))
+                                                        progress, label, cap=cap, timed_out=timed_out)
+                    argv = [str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes",
+                            "--no-deps", "--progress-bar=off", *flags, *extra, "-r", str(req)]
+                    if group is not sdists:
+                        return runner(argv, env=run_env, check=False, timeout=7200,
+                                      on_line=output_detail(progress, label, pip_detail))
+                    return _capped(runner, argv, run_env, cap, group, timed_out, progress, label)
 
                 res = None
                 if group is wheels and uv is not None:
@@ -374,6 +384,15 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                 if res.returncode == 0:
                     break
                 outputs.append(f"{res.stdout or ''}\n{res.stderr or ''}")
+                if timed_out:  # built again without isolation it would run as long: the repair's turn
+                    slow = ", ".join(f"{p.name} {p.version}" for p in timed_out)
+                    named = tuple(dict.fromkeys([(p.name, p.version) for p in timed_out]
+                                                + [hit for out in outputs for hit in _named_failures(group, out)]))
+                    raise SdistBuildError(
+                        f"the build of the sdist{'s' if len(timed_out) > 1 else ''} {slow} of {spec.name} did not "
+                        f"end within {cap:.0f} s, the time one sdist's build may take here, and was stopped",
+                        packages=named, hint="a release with a wheel for this Python, or another Python, avoids "
+                        "the build; or allow more time with PYREPRO_SDIST_SECONDS")
                 mode = "without build isolation" if flags else ("with build isolation" if len(tries) > 1 else "")
                 failures.append(f"pip exit {res.returncode}{' ' + mode if mode else ''}:\n"
                                 + "\n".join((res.stderr or res.stdout).strip().splitlines()[-25:]))
@@ -437,8 +456,41 @@ def build_jobs() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
+def sdist_cap(default: float = 7200) -> float:
+    """How long one sdist's build may run before it is stopped and reported as not built:
+    ``PYREPRO_SDIST_SECONDS``, else ``default`` (``pyrepro reproduce`` gives less than ``build``:
+    a torch extension such as torch-scatter takes longer than its budget to compile on 2 cores)."""
+    given = os.environ.get("PYREPRO_SDIST_SECONDS", "").strip()
+    try:
+        return float(given) if given and float(given) > 0 else default
+    except ValueError:
+        return default
+
+
+def _capped(runner: Runner, argv: list[str], env: dict[str, str], cap: float, group: list[Locked],
+            timed_out: list[Locked], progress: Progress, label: str) -> Any:
+    """``runner(argv)`` for a build of the sdists of ``group`` with at most ``cap`` seconds: on that
+    timeout, the sdists whose build pip had started and not finished go to ``timed_out`` (all of
+    the group when its output does not say) and a failed result is returned."""
+    from pyrepro.errors import ExternalToolError
+    from pyrepro.proc import Completed
+
+    try:
+        return runner(argv, env=env, check=False, timeout=cap, on_line=output_detail(progress, label, pip_detail))
+    except ExternalToolError as exc:
+        if exc.timeout is None:
+            raise
+        out = f"{exc.stdout or ''}\n{exc.stderr or ''}"
+        started = {canonicalize_name(m) for m in re.findall(r"Building wheel for (\S+)", out)}
+        done = {canonicalize_name(m) for m in re.findall(r"Created wheel for (\S+?):", out)}
+        slow = [p for p in group if canonicalize_name(p.name) in started - done] or list(group)
+        timed_out.extend(p for p in slow if p not in timed_out)
+        return Completed(tuple(argv), -1, exc.stdout or "", exc.stderr or "")
+
+
 def build_sdists_in_parallel(python: Path, group: list[Locked], flags: list[str], env: dict[str, str],
-                             runner: Runner, progress: Progress, label: str) -> Any:
+                             runner: Runner, progress: Progress, label: str, *, cap: float = 7200,
+                             timed_out: list[Locked] | None = None) -> Any:
     """Build each sdist of ``group`` into a wheel (``pip wheel``, hash-checked, ``flags`` as the
     install would use), ``build_jobs()`` at a time, then install the wheels (built here from the
     checked sdists) without asking the index. One result, as one pip install's: the return code is
@@ -457,9 +509,9 @@ def build_sdists_in_parallel(python: Path, group: list[Locked], flags: list[str]
             req = work / f"{p.name}.txt"
             req.write_text(requirements_text([p]), encoding="utf-8")
             progress.advance(label, 0, f"building {p.name} {p.version} from its sdist")
-            return runner([str(python), "-m", "pip", "wheel", "--require-hashes", "--no-deps", "--progress-bar=off",
-                           *flags, "-w", str(out_dir), "-r", str(req)], env=env, check=False, timeout=7200,
-                          on_line=output_detail(progress, label, pip_detail))
+            return _capped(runner, [str(python), "-m", "pip", "wheel", "--require-hashes", "--no-deps",
+                                    "--progress-bar=off", *flags, "-w", str(out_dir), "-r", str(req)], env, cap, [p],
+                           timed_out if timed_out is not None else [], progress, label)
 
         with concurrent.futures.ThreadPoolExecutor(min(build_jobs(), len(group))) as pool:
             results = list(pool.map(build, sorted(group, key=lambda p: p.name)))
@@ -784,10 +836,11 @@ def lock_at_fault(exc: BaseException) -> bool:
 
 
 def build(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None, runner: Runner = proc.run,
-          progress: Progress = NULL_PROGRESS, repair: bool = False) -> BuiltModel:
+          progress: Progress = NULL_PROGRESS, repair: bool = False, sdist_seconds: float | None = None) -> BuiltModel:
     """The model's staged source and environment, from the cache when there. ``repair`` (what
     ``pyrepro build`` does): a cached tree that fails content verification (pyrepro.verify) is
-    discarded and built again; without it (``run``), the run's own verification refuses it."""
+    discarded and built again; without it (``run``), the run's own verification refuses it.
+    ``sdist_seconds``: how long one sdist's build may run (``build_env``)."""
     check_lock_matches(spec)
     t0 = time.monotonic()
     src, runtime, skey, src_hit = stage_source(spec, paths, mirror=mirror, runner=runner)
@@ -799,7 +852,8 @@ def build(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None, runner: 
             _discard(src.parent)
             src, runtime, skey, src_hit = stage_source(spec, paths, mirror=mirror, runner=runner)
     try:
-        env_dir, ekey, version, env_hit = build_env(spec, paths, runner=runner, progress=progress)
+        env_dir, ekey, version, env_hit = build_env(spec, paths, runner=runner, progress=progress,
+                                                    sdist_seconds=sdist_seconds)
     except BuildError as exc:  # SdistBuildError too: the lock does not install here
         if lock_at_fault(exc):
             lock.record_build(spec.dir, env_key=env_key(spec), python=spec.python, error=str(exc))

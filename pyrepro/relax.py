@@ -25,7 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 from pyrepro.resolve import dummy_reason, renamed
 
-ProblemKind = Literal["not-found", "conflict", "build-failed", "network", "timeout", "unknown"]
+ProblemKind = Literal["not-found", "conflict", "build-failed", "python-refused", "network", "timeout", "unknown"]
 
 # Names that stand for another distribution (conda names, dummies, import names written as
 # requirements) live in the one name table, pyrepro/data/module_map.toml: resolve.renamed.
@@ -221,6 +221,14 @@ _NETWORK = re.compile(
     r"Failed to connect to)")
 _URL = re.compile(r"https?://([A-Za-z0-9.-]+)(/[^\s'\")]*)?")
 _TIMEOUT = re.compile(r"timed out after (\d+(?:\.\d+)?) s")
+# pip (Python 2's pip 20.3 in particular) downloading a sdist whose metadata step refuses the
+# running Python, where the release's index metadata never said so (no Requires-Python): ase
+# 3.19.2's setup.py prints "Python 3.5 or later is required!"; others fail on Python 3 syntax
+_PIP_SDIST = re.compile(r"^\s*(?:Downloading|Using cached|File was already downloaded)\s+(?:\S*/)?(\S+?)"
+                        r"(?:\.tar\.gz|\.tar\.bz2|\.zip|\.tgz)\b")
+_REFUSES_PYTHON = re.compile(r"Python \d+(?:\.\d+)*\+? (?:or (?:later|newer|above|greater) )?is required|"
+                             r"requires? Python \d|Python 2(?:\.7)? is (?:no longer|not) supported|"
+                             r"only supports? Python 3|SyntaxError", re.IGNORECASE)
 
 
 def _clean(text: str) -> str:
@@ -334,10 +342,39 @@ def diagnose(text: str) -> tuple[Problem, ...]:
         if bm:
             add(Problem("build-failed", package=canonicalize_name(bm.group(1)), excerpt=line.strip()))
 
+    refused = _python_refused(lines)
+    if refused is not None:
+        add(refused)
+
     if not problems:
         tail = "\n".join(ln for ln in lines if ln.strip())
         add(Problem("unknown", excerpt="\n".join(tail.splitlines()[-8:])))
     return tuple(problems)
+
+
+def _python_refused(lines: list[str]) -> Problem | None:
+    """pip's metadata step of a downloaded sdist failing because the sdist refuses the running
+    Python (``_REFUSES_PYTHON`` in the failed command's output): that sdist's name and version."""
+    from packaging.utils import InvalidSdistFilename, parse_sdist_filename
+
+    sdist: tuple[str, str] | None = None
+    failing = False
+    for line in lines:
+        m = _PIP_SDIST.search(line)
+        if m:
+            base = m.group(1)
+            try:
+                name, version = parse_sdist_filename(base + ".tar.gz")
+                sdist, failing = (canonicalize_name(name), str(version)), False
+            except (InvalidSdistFilename, InvalidVersion):
+                sdist = None
+            continue
+        if "Command errored out" in line or "metadata-generation-failed" in line:
+            failing = True
+        elif failing and sdist is not None and _REFUSES_PYTHON.search(line):
+            return Problem("python-refused", package=sdist[0], requirements=(f"{sdist[0]}=={sdist[1]}",),
+                           excerpt=f"{sdist[0]} {sdist[1]}: {line.strip()}")
+    return None
 
 
 def pip_versions(text: str) -> tuple[str, ...]:
@@ -692,6 +729,34 @@ def rule_unimported_unavailable(p: Problem, reqs: tuple[str, ...], facts: Facts)
     return None
 
 
+def rule_older_series_for_python(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
+    """A sdist whose metadata step refuses the target Python although its release never said so
+    (no Requires-Python, so the resolver took it): the releases of that minor series and newer are
+    excluded (``ase`` -> ``ase<3.19`` after ase 3.19.2 refused Python 2.7), for a requirement the
+    set has (its upper bound lowered) or one that came in through another (added). Each refusal
+    lowers it one series further; an exact pin is left to the other rules."""
+    if p.kind != "python-refused" or not p.requirements:
+        return None
+    refused = _release(p.requirements[0].split("==", 1)[1])
+    if refused is None:
+        return None
+    bound = f"<{refused[0]}.{refused[1] if len(refused) > 1 else 0}"
+    why = (f"the sdist {p.requirements[0].replace('==', ' ')} refuses this Python in its metadata step "
+           f"({p.excerpt.split(': ', 1)[-1][:120]}) although its release does not say so; releases {bound} only")
+    at = find(reqs, p.package)
+    if not at:
+        new = f"{p.package}{bound}"
+        return Step("older-series-for-python", p.package, "", new, why, (*reqs, new))
+    for i in at:
+        r = _parse(reqs[i])
+        if r is None or pinned_version(reqs[i]) is not None:
+            continue
+        kept = [str(sp) for sp in r.specifier if sp.operator not in ("<", "<=")]
+        new = _format(r.name, r, ",".join([*kept, bound]))
+        return Step("older-series-for-python", p.package, reqs[i], new, why, _edit(reqs, i, new))
+    return None
+
+
 #: The ordered rule registry: the first rule that returns a step wins.
 RULES: tuple[tuple[str, Rule], ...] = (
     ("strip-local-version", rule_strip_local_version),
@@ -703,6 +768,7 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("nearest-compatible", rule_nearest_compatible),
     ("widen-conflict", rule_widen_conflict),
     ("unbuildable-unpin", rule_drop_unbuildable),
+    ("older-series-for-python", rule_older_series_for_python),
 )
 
 

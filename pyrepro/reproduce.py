@@ -323,8 +323,7 @@ def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any]
         record = lock.read_record(spec.dir) if not force else None
         if record is not None and record.get("category") in (1, 2, 3) and not lock.check_lock(spec):
             # the lock on disk matches this pyproject and has its record: reuse it
-            rec["relaxed"] = [f"{s.get('summary', '')}: {s.get('reason', '')}" for s in record.get("steps", [])
-                              if isinstance(s, dict)]
+            rec["relaxed"] = [_recorded_step(s) for s in record.get("steps", []) if isinstance(s, dict)]
             stages.append(Stage("lock", "ok", clock() - t0, f"category {record['category']} "
                                 f"({record.get('category_label', '')}), existing lock matches the pyproject; reused",
                                 category=int(record["category"])))
@@ -465,6 +464,13 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
                             imports=tuple(imports), notes=spec.notes or "", moves=tuple(moves),
                             absent={m: why for m, why in absent.items() if why}, provided=provided,
                             installed=installed, unimported=_unimported_only(spec, sdists))
+
+
+def _recorded_step(step: dict[str, Any]) -> str:
+    """A relaxation step of a lock record as the line a fresh lock's step gives (the record keeps
+    its parts, not its summary)."""
+    parts = [str(step.get(k, "")) for k in ("rule", "package", "before", "after")]
+    return f"{relax.Step(*parts, '', ()).summary}: {step.get('reason', '')}"
 
 
 def _unimported_only(spec: Any, sdists: Sequence[tuple[str, str]]) -> dict[str, tuple[str, ...]]:

@@ -433,6 +433,22 @@ def test_init__python_2_script_beside_python_3_code__a_leftover_not_the_python(
     assert "bin/old_tool.py" in said.out + said.err and "leftovers" in said.out + said.err
 
 
+def test_init__python_2_code_only_in_the_documentation__not_the_python(
+        write_files: Write, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # qml 2017 (corpus7 dev): Sphinx's docs/source/conf.py has a print statement; the package's
+    # code parses on both Pythons. A documentation build's configuration is not the model's code.
+    root = write_files({"sub/docs/source/conf.py": "import os\nprint 'building'\n",
+                        "sub/qml/kernels.py": "import numpy\nx = '%s' % 1\n"})
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    assert doc["python"] != "2.7"
+    said = capsys.readouterr()
+    assert "Python 2 code only in documentation (docs/source/conf.py)" in said.out + said.err
+    # the same file outside a documentation folder: Python 2
+    again = write_files({"sub2/tools/conf.py": "import os\nprint 'building'\n",
+                         "sub2/qml/kernels.py": "import numpy\nx = '%s' % 1\n"})
+    assert _init(again / "sub2", tmp_path / "models2", "--offline")["python"] == "2.7"
+
+
 def test_init__python_2_code_and_nothing_only_python_3_parses__python_2(write_files: Write, tmp_path: Path) -> None:
     root = write_files({"sub/a.py": "import numpy\nprint 'x'\n", "sub/b.py": "import os\nx = '%s' % 1\n"})
     assert _init(root / "sub", tmp_path / "models", "--offline")["python"] == "2.7"

@@ -99,6 +99,48 @@ def test_lock_request__python_27__pip_finds_no_release__the_relaxation_rules_rea
     assert seen[-1] == ["six"] and lock.read_lock_versions((d / "pdm.lock").read_text()) == {"six": "1.16.0"}
 
 
+ASE_REFUSES = """Collecting ase
+  Downloading ase-{v}.tar.gz (1.9 MB)
+DEPRECATION: Python 2.7 reached the end of its life on January 1st, 2020.
+    ERROR: Command errored out with exit status 1:
+     command: /x/bin/python -c 'import sys, setuptools, tokenize; ...' egg_info --egg-base /tmp/pip-pip-egg-info-Y
+         cwd: /tmp/pip-download-U/ase/
+    Complete output (1 lines):
+    Python 3.5 or later is required!
+    ----------------------------------------
+ERROR: Command errored out with exit status 1: python setup.py egg_info Check the logs for full command output.
+"""
+
+
+@pytest.mark.usefixtures("_no_lock_env")
+@pytest.mark.parametrize("declared", ["ase", None])
+def test_lock_request__python_27__sdist_refuses_python_2__one_series_older_each_time(
+        tmp_path: Path, declared: str | None) -> None:
+    """imatgen (corpus7 dev): pip on 2.7 took ase 3.19.2, whose release has no Requires-Python, and
+    its setup.py refused Python 2 ("Python 3.5 or later is required!"); then 3.18.2 did too. Each
+    refusal excludes that minor series and newer (rule older-series-for-python), for a declared
+    requirement and for one that came in through another (then added beside it)."""
+    d = _project(tmp_path, ["numpy", declared] if declared else ["numpy", "asetools"])
+    seen: list[list[str]] = []
+
+    def pip(argv, cwd, env):  # type: ignore[no-untyped-def]
+        reqs = Path(argv[argv.index("-r") + 1]).read_text().split()
+        seen.append(reqs)
+        ase = next((r for r in reqs if r == "ase" or r.startswith("ase<")), "ase")
+        if "<3.18" not in ase:
+            return Completed(tuple(argv), 1, "", ASE_REFUSES.format(v="3.18.2" if "<3.19" in ase else "3.19.2"))
+        (Path(argv[argv.index("--dest") + 1]) / "ase-3.17.0.tar.gz").write_bytes(b"ase")
+        return Completed(tuple(argv), 0, "", "")
+
+    runner = FakeRunner().on([str(PY2), "-m", "pip", "download"], pip)
+    out = lock.lock_request(lock.LockRequest("m", d, "2.7"), runner=runner, python_exe=PY2)
+    assert out.category == 2 and [s.rule for s in out.steps] == ["older-series-for-python"] * 2
+    assert [(s.before, s.after) for s in out.steps] == ([("ase", "ase<3.19"), ("ase<3.19", "ase<3.18")] if declared
+                                                        else [("", "ase<3.19"), ("ase<3.19", "ase<3.18")])
+    assert "ase 3.19.2 refuses this Python" in out.steps[0].reason and "Python 3.5 or later" in out.steps[0].trigger
+    assert lock.read_lock_versions((d / "pdm.lock").read_text()) == {"ase": "3.17.0"}
+
+
 @given(st.from_regex(r"[a-z][a-z0-9]{0,6}(_[a-z0-9]{1,4}){0,2}", fullmatch=True), st.from_regex(r"[0-9]{1,3}(\.[0-9]{1,3}){0,2}", fullmatch=True),
        st.sampled_from(["-py2-none-any.whl", "-cp27-cp27mu-manylinux1_x86_64.whl", ".tar.gz", ".zip", ".tar.bz2"]))
 def test_package_of__downloaded_file_names__name_and_version(name: str, version: str, tail: str) -> None:

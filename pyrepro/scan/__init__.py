@@ -933,6 +933,14 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
                 entries.append(EntryPoint("python", cand, Location(cand)))
                 break
     python3 = [w for f in facts for w in f.python3]
+    in_docs = [w for w in python2 if _documentation(str(w.location.path))]
+    if in_docs and len(in_docs) == len(python2):
+        # a documentation build's configuration (Sphinx's docs/conf.py of 2017 with a print
+        # statement) is not the submission's code: it says nothing of the Python the code needs
+        warnings.append(Warning_(in_docs[0].location, (
+            f"Python 2 code only in documentation ({', '.join(sorted({str(w.location.path) for w in in_docs})[:3])}): "
+            "not taken as the submission's Python")))
+        python2 = []
     if python2 and python3:
         # Python 2 code beside code only Python 3 parses (one old helper script in a 2023 project):
         # a leftover, not evidence of the submission's Python; said once, with both places
@@ -978,6 +986,14 @@ def weigh_commented(declared: Sequence[meta.Declared], imported: set[str]
         else:
             kept.append(d)
     return tuple(kept), said
+
+
+_DOC_FOLDERS = frozenset({"doc", "docs", "documentation", "sphinx"})
+
+
+def _documentation(path: str) -> bool:
+    """A file of a documentation folder (``docs/source/conf.py``)."""
+    return any(part.lower() in _DOC_FOLDERS for part in Path(path).parts[:-1])
 
 
 def _loc_key(loc: Location) -> tuple[str, int, int]:

@@ -537,6 +537,27 @@ def submission_date(folder: Path, *, pins: Sequence[tuple[str, str]] = (),
     return pinned or DateChoice(None, "")
 
 
+ERA_AFTER_EOL = dt.timedelta(days=365)  # a Python's end of life bounds an undated submission this long after
+
+
+def python_era(python: str, python_reason: str, *, today: dt.date | None = None) -> DateChoice:
+    """For a submission with no date evidence that states its Python: that Python's end of life
+    (``interpreters.END_OF_LIFE``) as the date bound, when it is past. The code was written while
+    its Python was maintained, so a release made after that day is no release its authors used
+    (bo-benchmark 2021, Python 3.7 by its notebooks: pyDOE's 2026 releases use typing.Literal,
+    which 3.7 lacks, and their metadata never said so). ``DateChoice(None, "")`` otherwise: a
+    Python chosen without evidence, or one whose end of life is less than ``ERA_AFTER_EOL`` ago
+    (it bounds next to nothing, and an undated submission keeps the finer rules that date it by
+    the upload day of a release that fails, ``era-of-failing-release`` and ``-sdist``)."""
+    from pyrepro.interpreters import END_OF_LIFE
+
+    eol = END_OF_LIFE.get(python)
+    if eol is None or python_reason.startswith(NO_EVIDENCE) or eol + ERA_AFTER_EOL >= (today or dt.date.today()):
+        return DateChoice(None, "")
+    return DateChoice(eol, f"no date stated; CPython {python}, the Python the submission states "
+                           f"({python_reason[:120]}), reached its end of life on {eol}: nothing released later")
+
+
 def _newest_pin_upload(pins: Sequence[tuple[str, str]],
                        uploaded: Callable[[str, str], str | None] | None) -> DateChoice | None:
     """The newest upload day among the exact ``pins`` (None offline or when none is known)."""

@@ -589,6 +589,8 @@ def init_model(folder: Path, *, name: str, models_dir: Path, python: str | None 
     when = evidence.submission_date(folder, pins=_exact_pins(scan), uploaded=index.uploaded if index else None)
     decisions, warnings = decide(folder, scan, name=name, models_dir=models_dir, python=python,
                                  submitted=when.day.isoformat() if when.day else None, index=index)
+    if when.day is None and python is None:  # undated: the stated Python's end of life bounds it
+        when = evidence.python_era(decisions.python, decisions.python_reason)
     if decisions.python != (python or "3.11") and decisions.python.startswith("3."):
         scan = scan_path(folder, python=decisions.python)  # the standard library of the chosen Python
     matches = match_by_wheels(scan, index, when.day, decisions.python if decisions.python.startswith("3.") else None)

@@ -30,6 +30,14 @@ RELEASES: tuple[tuple[str, dt.date], ...] = (
 )
 NEWEST = RELEASES[-1][0]
 
+# The day each CPython minor reached its end of life (no more releases from its core developers;
+# 3.10 on: the planned day). Code that states a minor was written while it was maintained.
+END_OF_LIFE: dict[str, dt.date] = {
+    "2.7": dt.date(2020, 1, 1), "3.6": dt.date(2021, 12, 23), "3.7": dt.date(2023, 6, 27),
+    "3.8": dt.date(2024, 10, 7), "3.9": dt.date(2025, 10, 31), "3.10": dt.date(2026, 10, 31),
+    "3.11": dt.date(2027, 10, 31), "3.12": dt.date(2028, 10, 31), "3.13": dt.date(2029, 10, 31),
+}
+
 
 # The first patch release of a minor that locks target, where it is not x.y.0, with the reason.
 # Widely used packages declare python_requires on a minor's early bug-fix releases; a lock for

@@ -80,11 +80,16 @@ def find_provider(module: str, index: Any, before: dt.date | None, python: str |
 
 
 def _installs(index: Any, name: str, version: str, python: str | None) -> bool:
-    """False when ``name`` ``version`` has wheels and none for ``python`` (a sdist-only release, or an
-    unknown answer, may still install)."""
-    if python is None or not hasattr(index, "has_wheel"):
+    """False when ``name`` ``version``'s Requires-Python excludes ``python``, or it has wheels and
+    none for ``python`` (a sdist-only release, or an unknown answer, may still install)."""
+    if python is None:
         return True
-    return index.has_wheel(name, version, python) is not False
+    if hasattr(index, "requires_python"):
+        from pyrepro.buildreqs import admits_python
+
+        if not admits_python(index.requires_python(name, version), python):
+            return False
+    return not hasattr(index, "has_wheel") or index.has_wheel(name, version, python) is not False
 
 
 def _first_shipping(top: str, module: str, index: Any, before: dt.date | None, *, after: bool,

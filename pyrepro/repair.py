@@ -555,6 +555,9 @@ def _older_python(s: Situation, undone: set[str]) -> tuple[str, str] | None:
 
 # Python 3 quotes the module ("No module named 'x.y'"), Python 2 does not ("No module named y")
 _NO_MODULE = re.compile(r"No module named '?([A-Za-z_][\w.]*)")
+# a package that checks for its companion itself and says so (jax 0.2: "jax requires jaxlib to be
+# installed"), in place of Python's "No module named"
+_NEEDS_INSTALLED = re.compile(r"\brequires ([A-Za-z_][\w.]*) to be installed")
 
 
 def not_provided(row: tuple[str, str, str]) -> bool:
@@ -574,7 +577,7 @@ def undeclared_dependency(row: tuple[str, str, str], python: str) -> str | None:
     never declared the backport; ``builtins`` and ``queue`` on Python 2)."""
     from pyrepro.scan.stdlib import stdlib_names
 
-    m = _NO_MODULE.search(row[2])
+    m = _NO_MODULE.search(row[2]) or _NEEDS_INSTALLED.search(row[2])
     if not m or "." in m.group(1) or m.group(1) == row[0].split(".")[0]:
         return None
     pythons = [python] if python.startswith("2.") else \

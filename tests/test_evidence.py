@@ -477,3 +477,22 @@ def test_init__notebook_kernels_disagree__the_one_most_name_never_one_below_the_
     # a tie: the oldest of the tied
     tie = {"sub/a.ipynb": _kernel_nb("3.8.1"), "sub/b.ipynb": _kernel_nb("3.9.2")}
     assert _init(write_files(tie, base=tmp_path / "t") / "sub", tmp_path / "m2", "--offline")["python"] == "3.8"
+
+
+def test_init__undated_submission_stating_an_old_python__its_end_of_life_bounds_the_date(
+        write_files: Write, tmp_path: Path) -> None:
+    """bo-benchmark (corpus7 dev): notebooks ran on 3.7.6, nothing dates the folder. pyDOE's 2026
+    releases use typing.Literal, which 3.7 lacks, without saying so in their metadata. The stated
+    Python's end of life is the date bound (a release made after it is none its authors used)."""
+    root = write_files({"sub/a.ipynb": _kernel_nb("3.7.6")})
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    assert doc["python"] == "3.7" and doc["submitted"] == "2023-06-27"
+    assert "CPython 3.7, the Python the submission states" in doc["submitted_reason"]
+    assert "end of life on 2023-06-27" in doc["submitted_reason"]
+    # a stated date wins; a Python chosen without evidence bounds nothing
+    dated = write_files({"d/a.ipynb": _kernel_nb("3.7.6"), "d/metadata.json": json.dumps({"date_submitted": "03-01-2021"})})
+    assert _init(dated / "d", tmp_path / "m2", "--offline")["submitted"] == "2021-03-01"
+    plain = write_files({"p/run.py": "import numpy\n"})
+    assert "submitted" not in _init(plain / "p", tmp_path / "m3", "--offline")
+    # and the Python given on the command line is the user's choice, not the submission's statement
+    assert "submitted" not in _init(root / "sub", tmp_path / "m4", "--offline", "--python", "3.7")

@@ -78,15 +78,17 @@ def test_index_releases_by__final_releases_by_day_newest_first() -> None:
     assert idx.releases_by("x")[0] == ("3.0", "2024-01-01")
 
 
-@pytest.mark.parametrize("module,wants,python", [
-    ("loguru", "loguru", "3.9"),
+@pytest.mark.parametrize("module,wants,python,said", [
+    ("loguru", "loguru", "3.9", "No module named 'loguru'"),
     # installed code (gensim's smart_open) imports dataclasses on 3.6, where it is no standard
     # library yet and the distribution never declared the backport (mol2vec, corpus6 held)
-    ("gensim", "dataclasses", "3.6"),
+    ("gensim", "dataclasses", "3.6", "No module named 'dataclasses'"),
+    # a package that looks for its companion and says so in words of its own (alphafold, corpus7 dev)
+    ("jax", "jaxlib", "3.8", "jax requires jaxlib to be installed. See https://github.com/google/jax#installation"),
 ])
 def test_reproduce__undeclared_import__provider_by_wheel_evidence__relocked_rebuilt_imports_pass(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path, write_files: Any,
-        module: str, wants: str, python: str) -> None:
+        module: str, wants: str, python: str, said: str) -> None:
     """`import loguru` with nothing declared, and the index could not be asked while init drafted
     (so no provider then): the environment lacks it; the wheel of loguru's newest release by the
     submission's date ships loguru, so the import check's repair records it in model.toml with
@@ -126,7 +128,7 @@ def test_reproduce__undeclared_import__provider_by_wheel_evidence__relocked_rebu
     def fake_imports(spec, built, **kw):  # type: ignore[no-untyped-def]
         has = f'"{wants}"' in (spec.dir / "pyproject.toml").read_text()
         return [("numpy", "ok", ""), (module, "ok", "") if has else
-                (module, "error", f"ModuleNotFoundError: No module named '{wants}'")]
+                (module, "error", f"ModuleNotFoundError: {said}")]
 
     monkeypatch.setattr(lock, "lock_model", fake_lock)
     monkeypatch.setattr(local, "build", fake_build)
@@ -360,6 +362,18 @@ def test_find_provider__releases_without_a_wheel_for_the_python__passed_over() -
     assert p is not None and p.version == "1.2.0" and "after the submission's date" in p.reason
     assert providers.find_provider("tensorflow", idx, dt.date(2016, 10, 31), "3.5").version == "0.12.0"
     assert providers.find_provider("tensorflow", idx, dt.date(2016, 10, 31)).version == "0.12.0"  # no Python: as before
+
+
+def test_find_provider__releases_whose_requires_python_excludes_the_python__passed_over() -> None:
+    """A release whose Requires-Python rules the model's Python out never installs there, whatever
+    its wheel's tags (py3-none-any fits every Python 3): the next older release is the provider."""
+    class Idx(FakeIndex):
+        def requires_python(self, name: str, version: str) -> str | None:
+            return {"2.0": ">=3.9"}.get(version)
+
+    idx = Idx({"mystery-mod": [("2.0", "2024-01-01", {"mystery_mod"}), ("1.0", "2020-01-01", {"mystery_mod"})]})
+    assert providers.find_provider("mystery_mod", idx, None, "3.7").version == "1.0"
+    assert providers.find_provider("mystery_mod", idx, None, "3.11").version == "2.0"
 
 
 def test_persist__provider_first_released_after_the_date__pinned_to_that_release(tmp_path: Path,

@@ -421,6 +421,10 @@ def test_imports_inside__a_whole_package_installed_code_never_declared__its_prov
     row = ("gensim", "error", "ModuleNotFoundError: No module named 'dataclasses'")
     assert repair.undeclared_dependency(row, "3.6") == "dataclasses"
     assert repair.undeclared_dependency(row, "3.7") is None
+    # a package that checks for its companion and says so in words of its own (alphafold 2021)
+    jax = ("haiku", "error", "ModuleNotFoundError: jax requires jaxlib to be installed. See https://github.com/"
+           "google/jax#installation for installation instructions.")
+    assert repair.undeclared_dependency(jax, "3.8") == "jaxlib"
 
 
 def test_sdist__wheels_only_for_newer_pythons__oldest_newer_python_with_one() -> None:

@@ -301,9 +301,12 @@ def find_python(version: str) -> Path:
 _UPLOAD_DATE_SCRIPT = r"""
 import json, sys, urllib.request
 from packaging.utils import parse_wheel_filename, parse_sdist_filename, canonicalize_name
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 name, index = sys.argv[1], sys.argv[3].rstrip("/")
-version = Version(sys.argv[2]) if sys.argv[2] else None  # None: the project's first upload
+# a version, a specifier (the first release that satisfies it), or "" (the project's first upload)
+arg = sys.argv[2]
+version = None if not arg else SpecifierSet(arg) if arg[0] in "<>=!~" else SpecifierSet(f"=={arg}")
 req = urllib.request.Request(f"{index}/{canonicalize_name(name)}/",
                              headers={"Accept": "application/vnd.pypi.simple.v1+json"})
 try:
@@ -318,7 +321,7 @@ for f in data.get("files", []):
         v = parse_wheel_filename(fn)[1] if fn.endswith(".whl") else parse_sdist_filename(fn)[1]
     except Exception:
         continue
-    if (version is None or v == version) and f.get("upload-time"):
+    if (version is None or version.contains(v, prereleases=True)) and f.get("upload-time"):
         dates.append(f["upload-time"][:10])
 print(min(dates) if dates else "")
 """
@@ -326,9 +329,9 @@ print(min(dates) if dates else "")
 
 def upload_date(name: str, version: str, *, runner: Runner,
                 index: str = "https://pypi.org/simple") -> dt.date | None:
-    """The day the index first received a file of ``name==version`` (PEP 700 ``upload-time``; an
-    empty ``version``: any file of the project, i.e. its first release), or ``None`` when the index
-    does not say."""
+    """The day the index first received a file of ``name==version`` (PEP 700 ``upload-time``; a
+    specifier such as ``>=1.2.3,<2``: of the first release that satisfies it; an empty ``version``:
+    any file of the project, i.e. its first release), or ``None`` when the index does not say."""
     done = runner([sys.executable, "-c", _UPLOAD_DATE_SCRIPT, name, version, index], check=False, timeout=120)
     text = done.stdout.strip()
     if done.returncode != 0 or not text:

@@ -160,9 +160,11 @@ def start(declared: Sequence[str], *, first: Strategy = "as-declared", era_bound
 
 def direct_not_found(problems: Sequence[relax.Problem], reqs: Sequence[str]) -> list[tuple[str, str, str]]:
     """(package, version, requirement) of direct requirements the resolver said it could not find:
-    an exact pin gives its version; any other requirement gives "" (the project's first release:
-    a package that did not exist yet at the submission date, like a tool the authors published
-    after the date their metadata gives)."""
+    an exact pin gives its version; a range with a lower bound gives its specifier (the first
+    release that satisfies it: a poetry ``paretoset = "^1.2.3"`` beside a date before 1.2.3 came
+    out); any other requirement gives "" (the project's first release: a package that did not
+    exist yet at the submission date, like a tool the authors published after the date their
+    metadata gives)."""
     out = []
     for p in problems:
         if p.kind != "not-found" or not p.package:
@@ -172,7 +174,9 @@ def direct_not_found(problems: Sequence[relax.Problem], reqs: Sequence[str]) -> 
             if v is not None and "*" not in v:
                 out.append((p.package, relax.strip_local(v), reqs[i]))
             elif v is None:
-                out.append((p.package, "", reqs[i]))
+                r = relax._parse(reqs[i])
+                floor = r is not None and any(sp.operator in (">=", ">", "~=") for sp in r.specifier)
+                out.append((p.package, str(r.specifier) if floor and r is not None else "", reqs[i]))
     return out
 
 
@@ -191,7 +195,8 @@ def later_bound(problems: Sequence[relax.Problem], reqs: Sequence[str], bound: s
             continue
         new = day + dt.timedelta(days=1)
         if best is None or new > best[0]:
-            what = f"{req} was released" if version else f"{pkg} was first published"
+            what = f"the first release of {pkg} that satisfies {req} was uploaded" if version[:1] in "<>=!~" \
+                and version else f"{req} was released" if version else f"{pkg} was first published"
             best = (new, f"{what} {day.isoformat()}, after the submission date bound")
     if best is None:
         return None

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pyrepro import lock, relax
+from pyrepro import lock, proc, relax
 from pyrepro.errors import NetworkError
 from pyrepro.proc import Completed
 from pyrepro.registry import load_registry
@@ -289,6 +289,33 @@ def test_later_bound__real_kgcnn_message__bound_after_pin_upload() -> None:
     first_later = FakeRunner().on([lock.sys.executable, "-c"], "2024-12-02\n")  # chipsff's case in the corpus
     moved2 = lock._later_bound(probs, ("kgcnn",), "2023-05-07", runner=first_later)
     assert moved2 is not None and moved2[0] == "2024-12-03" and "kgcnn was first published 2024-12-02" in moved2[1]
+
+
+def test_upload_date__a_specifier__the_first_release_that_satisfies_it(tmp_path: Path) -> None:
+    """The real script against a local PEP 691 listing: a version, a specifier, the first upload."""
+    import json
+
+    proj = tmp_path / "simple" / "paretoset"
+    proj.mkdir(parents=True)
+    proj.joinpath("index.html").write_text(json.dumps({"files": [
+        {"filename": "paretoset-1.2.0-py3-none-any.whl", "upload-time": "2021-05-01T00:00:00Z"},
+        {"filename": "paretoset-1.2.3-py3-none-any.whl", "upload-time": "2023-03-01T00:00:00Z"},
+        {"filename": "paretoset-1.2.5.tar.gz", "upload-time": "2025-05-25T00:00:00Z"}]}))
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        index = f"http://127.0.0.1:{server.server_address[1]}/simple"
+        got = {v: lock.upload_date("paretoset", v, runner=proc.run, index=index)
+               for v in ("1.2.5", ">=1.2.3,<2.0.0", "", ">=3")}
+    finally:
+        server.shutdown()
+    assert got == {"1.2.5": dt.date(2025, 5, 25), ">=1.2.3,<2.0.0": dt.date(2023, 3, 1), "": dt.date(2021, 5, 1),
+                   ">=3": None}
 
 
 def test_bench_lock__records__seconds_per_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -334,6 +334,23 @@ def test_plan__project_first_published_after_the_bound__bound_moves_past_its_fir
     assert "chipsff was first published 2024-12-11" in move.bound_note
 
 
+def test_plan__declared_range_first_satisfied_after_the_bound__bound_moves_past_that_release() -> None:
+    """aizynthfinder (corpus7 dev): dated 2022-11-28, its poetry pyproject asks paretoset ^1.2.3,
+    which no release by then satisfies (1.2.3 came later): the bound moves past the upload of the
+    first release that satisfies the declared range."""
+    text = "ERROR: Unable to find a resolution for paretoset\nPlease make sure the package name is correct."
+    sit = lockplan.start(("paretoset>=1.2.3,<2.0.0", "numpy"), first="date-bounded", era_bound="2022-11-29")
+    m = lockplan.next_move(sit)
+    sit = sit.after(m, _fail(m, text))  # type: ignore[arg-type]
+    ask = lockplan.next_move(sit)
+    assert isinstance(ask, lockplan.LookUp) and ask.uploads == (("paretoset", "<2.0.0,>=1.2.3"),)
+    sit = sit.learn(uploaded={("paretoset", "<2.0.0,>=1.2.3"): dt.date(2023, 3, 1)})
+    move = lockplan.next_move(sit)
+    assert isinstance(move, lockplan.Try) and move.bound == "2023-03-02"
+    assert "the first release of paretoset that satisfies paretoset>=1.2.3,<2.0.0 was uploaded 2023-03-01" \
+        in move.bound_note
+
+
 def test_plan__names_the_index_lacks__dropped_without_spending_the_step_limit() -> None:
     """A fully pinned conda export (perovskite-ordering, corpus4 dev) names a dozen system libraries;
     each is dropped in a step of its own (not-on-index), and those steps do not count toward

@@ -226,6 +226,10 @@ _TIMEOUT = re.compile(r"timed out after (\d+(?:\.\d+)?) s")
 # 3.19.2's setup.py prints "Python 3.5 or later is required!"; others fail on Python 3 syntax
 _PIP_SDIST = re.compile(r"^\s*(?:Downloading|Using cached|File was already downloaded)\s+(?:\S*/)?(\S+?)"
                         r"(?:\.tar\.gz|\.tar\.bz2|\.zip|\.tgz)\b")
+_PIP_ANY_FILE = re.compile(r"^\s*(?:Downloading|Using cached|File was already downloaded|Processing)\s+(?:\S*/)?(\S+?\.(?:whl|tar\.gz|"
+                           r"tar\.bz2|zip|tgz))\b")
+# pip read a release's Requires-Python only from the file it downloaded (the index did not say)
+_PIP_WRONG_PYTHON = re.compile(r"Package '([^']+)' requires a different Python: \S+ not in '([^']+)'")
 _REFUSES_PYTHON = re.compile(r"Python \d+(?:\.\d+)*\+? (?:or (?:later|newer|above|greater) )?is required|"
                              r"requires? Python \d|Python 2(?:\.7)? is (?:no longer|not) supported|"
                              r"only supports? Python 3|SyntaxError", re.IGNORECASE)
@@ -358,23 +362,55 @@ def _python_refused(lines: list[str]) -> Problem | None:
     from packaging.utils import InvalidSdistFilename, parse_sdist_filename
 
     sdist: tuple[str, str] | None = None
-    failing = False
+    failing = build_deps = False
+    seen: dict[str, str] = {}  # every file pip fetched: name -> version
     for line in lines:
+        f = _PIP_ANY_FILE.search(line)
+        if f:
+            got = _file_release(f.group(1))
+            if got is not None:
+                seen[got[0]] = got[1]
+        w = _PIP_WRONG_PYTHON.search(line)
+        if w and canonicalize_name(w.group(1)) in seen:
+            name = canonicalize_name(w.group(1))
+            return Problem("python-refused", package=name, requirements=(f"{name}=={seen[name]}",),
+                           excerpt=f"{name} {seen[name]}: requires Python {w.group(2)}")
         m = _PIP_SDIST.search(line)
         if m:
             base = m.group(1)
             try:
                 name, version = parse_sdist_filename(base + ".tar.gz")
-                sdist, failing = (canonicalize_name(name), str(version)), False
+                sdist, failing, build_deps = (canonicalize_name(name), str(version)), False, False
             except (InvalidSdistFilename, InvalidVersion):
                 sdist = None
             continue
+        if "Installing build dependencies" in line and "error" in line:
+            build_deps = True  # the sdist's build requirements do not install here
         if "Command errored out" in line or "metadata-generation-failed" in line:
             failing = True
-        elif failing and sdist is not None and _REFUSES_PYTHON.search(line):
+        elif failing and sdist is not None and (_REFUSES_PYTHON.search(line) or (
+                build_deps and _PIP_NO_VERSION.search(line))):
+            # numexpr 2.8.1's sdist builds with oldest-supported-numpy, which has no release for
+            # Python 2: that sdist is made for a newer Python, whatever its metadata says
+            what = line.strip() if not build_deps or _REFUSES_PYTHON.search(line) else \
+                f"its build requirements do not install: {line.strip()}"
             return Problem("python-refused", package=sdist[0], requirements=(f"{sdist[0]}=={sdist[1]}",),
-                           excerpt=f"{sdist[0]} {sdist[1]}: {line.strip()}")
+                           excerpt=f"{sdist[0]} {sdist[1]}: {what}")
     return None
+
+
+def _file_release(filename: str) -> tuple[str, str] | None:
+    """(canonical name, version) of a wheel or sdist file name, None when it is neither."""
+    from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
+
+    try:
+        if filename.endswith(".whl"):
+            name, version, _b, _t = parse_wheel_filename(filename)
+        else:
+            name, version = parse_sdist_filename(re.sub(r"\.(tar\.bz2|zip|tgz)$", ".tar.gz", filename))
+    except (InvalidSdistFilename, InvalidWheelFilename, InvalidVersion):
+        return None
+    return canonicalize_name(name), str(version)
 
 
 def pip_versions(text: str) -> tuple[str, ...]:
@@ -730,8 +766,10 @@ def rule_unimported_unavailable(p: Problem, reqs: tuple[str, ...], facts: Facts)
 
 
 def rule_older_series_for_python(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
-    """A sdist whose metadata step refuses the target Python although its release never said so
-    (no Requires-Python, so the resolver took it): the releases of that minor series and newer are
+    """A release that refuses the target Python although the index never said so (no
+    Requires-Python in its listing, so the resolver took it): its sdist's metadata step fails on
+    this Python, its build requirements have no release for it, or its own metadata's
+    Requires-Python excludes it (pip reads that only from the file); the releases of that minor series and newer are
     excluded (``ase`` -> ``ase<3.19`` after ase 3.19.2 refused Python 2.7), for a requirement the
     set has (its upper bound lowered) or one that came in through another (added). Each refusal
     lowers it one series further; an exact pin is left to the other rules."""
@@ -741,8 +779,8 @@ def rule_older_series_for_python(p: Problem, reqs: tuple[str, ...], facts: Facts
     if refused is None:
         return None
     bound = f"<{refused[0]}.{refused[1] if len(refused) > 1 else 0}"
-    why = (f"the sdist {p.requirements[0].replace('==', ' ')} refuses this Python in its metadata step "
-           f"({p.excerpt.split(': ', 1)[-1][:120]}) although its release does not say so; releases {bound} only")
+    why = (f"{p.requirements[0].replace('==', ' ')} refuses this Python ({p.excerpt.split(': ', 1)[-1][:120]}), "
+           f"which the index did not say; releases {bound} only")
     at = find(reqs, p.package)
     if not at:
         new = f"{p.package}{bound}"

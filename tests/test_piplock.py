@@ -137,8 +137,47 @@ def test_lock_request__python_27__sdist_refuses_python_2__one_series_older_each_
     assert out.category == 2 and [s.rule for s in out.steps] == ["older-series-for-python"] * 2
     assert [(s.before, s.after) for s in out.steps] == ([("ase", "ase<3.19"), ("ase<3.19", "ase<3.18")] if declared
                                                         else [("", "ase<3.19"), ("ase<3.19", "ase<3.18")])
-    assert "ase 3.19.2 refuses this Python" in out.steps[0].reason and "Python 3.5 or later" in out.steps[0].trigger
+    assert "ase 3.19.2 refuses this Python (Python 3.5 or later is required!)" in out.steps[0].reason
+    assert "Python 3.5 or later" in out.steps[0].trigger
     assert lock.read_lock_versions((d / "pdm.lock").read_text()) == {"ase": "3.17.0"}
+
+
+NUMEXPR_BUILD_DEPS = """Collecting numexpr>=2.6.2
+  Downloading numexpr-2.8.1.tar.gz (94 kB)
+  Installing build dependencies: started
+  Installing build dependencies: finished with status 'error'
+  ERROR: Command errored out with exit status 1:
+   command: /x/bin/python /x/pip install --ignore-installed --no-user --prefix /tmp/o -- setuptools wheel oldest-supported-numpy
+  Complete output (15 lines):
+  Collecting setuptools
+    Downloading setuptools-44.1.1-py2.py3-none-any.whl (583 kB)
+  ERROR: Could not find a version that satisfies the requirement oldest-supported-numpy (from versions: none)
+  ERROR: No matching distribution found for oldest-supported-numpy
+  ----------------------------------------
+ERROR: Command errored out with exit status 1: /x/bin/python /x/pip install ... Check the logs for full command output.
+"""
+OAUTHLIB_METADATA = """Collecting cachetools<5.0,>=2.0.0
+  Downloading cachetools-3.1.1-py2.py3-none-any.whl (11 kB)
+Processing /opt/pypi/files/requests_oauthlib-2.0.0-py2.py3-none-any.whl
+ERROR: Package 'requests-oauthlib' requires a different Python: 2.7.18 not in '>=3.4'
+"""
+
+
+@pytest.mark.parametrize(("text", "package", "after", "said"), [
+    # a sdist whose build requirement has no Python 2 release (grammarvae, corpus6 dev: through tables)
+    (NUMEXPR_BUILD_DEPS, "numexpr", "numexpr<2.8", "its build requirements do not install"),
+    # a file whose own metadata excludes Python 2, which the (local) index listing did not say
+    (OAUTHLIB_METADATA, "requests-oauthlib", "requests-oauthlib<2.0", "requires Python >=3.4"),
+])
+def test_relax__pip_on_python_2__release_made_for_a_newer_python__its_series_excluded(
+        text: str, package: str, after: str, said: str) -> None:
+    from pyrepro import relax
+
+    problems = [p for p in relax.diagnose(text) if p.kind == "python-refused"]
+    assert [p.package for p in problems] == [package] and said in problems[0].excerpt
+    step = relax.relax(text, ("numpy", "tables"))
+    assert step is not None and (step.rule, step.before, step.after) == ("older-series-for-python", "", after)
+    assert step.requirements == ("numpy", "tables", after)
 
 
 @given(st.from_regex(r"[a-z][a-z0-9]{0,6}(_[a-z0-9]{1,4}){0,2}", fullmatch=True), st.from_regex(r"[0-9]{1,3}(\.[0-9]{1,3}){0,2}", fullmatch=True),

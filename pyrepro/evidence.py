@@ -31,8 +31,15 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from pyrepro.interpreters import (  # noqa: F401 (re-exported)
-    ADOPTION_LAG, NEWEST, RELEASES, python_of_day, settled_pythons, version_key)
+    ADOPTION_LAG,
+    NEWEST,
+    RELEASES,
+    python_of_day,
+    settled_pythons,
+    version_key,
+)
 from pyrepro.scan.metadata import README_NAMES, readme_commands
+from pyrepro.scan.shell import is_dockerfile, logical_lines
 from pyrepro.types import Location
 
 # How every reason for a Python chosen without evidence begins (reproduce moves only such a Python).
@@ -138,14 +145,18 @@ def python_evidence(folder: Path, *, python2: Sequence[Location] = ()) -> tuple[
                 m = re.match(rf"^\s*python_(?:full_)?version\s*=\s*['\"]{_VERSION}['\"]", line)
                 if m:
                     found.append(Evidence(_mm(m.group(1), m.group(2)), "pin", Location(rel, n), line.strip()))
-        elif name.endswith((".sh", ".bash", ".slurm", ".sbatch", ".job", ".pbs")):
-            for n, line in enumerate(_lines(p), 1):
+        elif name.endswith((".sh", ".bash", ".slurm", ".sbatch", ".job", ".pbs")) or is_dockerfile(name):
+            # a command continued over several lines (`conda install -y \` ... `python=3.7`) is one
+            for n, line in logical_lines("\n".join(_lines(p))):
                 stripped = line.strip()
                 if stripped.startswith("#"):
                     continue
                 m = _CONDA_PYTHON.search(line)
                 m = m or re.search(r"\bpython([23])\.(\d{1,2})\s+\S+\.py\b", line)
                 m = m or re.search(rf"\bmodule\s+load\s+python/{_VERSION}", line)
+                # a Dockerfile built on the official Python image (`FROM python:3.8-slim`)
+                m = m or re.match(rf"^FROM\s+(?:--\S+\s+)?(?:docker\.io/)?(?:library/)?python:{_VERSION}\b",
+                                  stripped, re.I)
                 if m:
                     found.append(Evidence(_mm(m.group(1), m.group(2)), "pin", Location(rel, n), stripped[:120]))
         elif name == "info.json" or name == "metadata.json":
@@ -399,7 +410,7 @@ def _yaml_date(folder: Path) -> tuple[dt.date | None, str]:
     """The date a model-metadata YAML file at the folder's top states (Matbench Discovery's
     ``<model>.yml`` ``date_added``). A folder serving several models has one file each: the newest
     date is taken, because a date bound there still admits every older file's pins."""
-    from pyrepro.scan.metadata import parser_for, parse_metadata_yml, yaml_top
+    from pyrepro.scan.metadata import parse_metadata_yml, parser_for, yaml_top
 
     found: list[tuple[dt.date, str]] = []
     try:

@@ -496,3 +496,13 @@ def test_init__undated_submission_stating_an_old_python__its_end_of_life_bounds_
     assert "submitted" not in _init(plain / "p", tmp_path / "m3", "--offline")
     # and the Python given on the command line is the user's choice, not the submission's statement
     assert "submitted" not in _init(root / "sub", tmp_path / "m4", "--offline", "--python", "3.7")
+
+
+@pytest.mark.parametrize(("dockerfile", "version"), [
+    ("FROM python:3.8-slim\nRUN pip install numpy\n", "3.8"),
+    ("FROM continuumio/miniconda3\nRUN conda install -y \\\n    numpy \\\n    python=3.7\n", "3.7"),
+])
+def test_init__dockerfile_states_the_python(write_files: Write, tmp_path: Path, dockerfile: str, version: str) -> None:
+    root = write_files({"sub/Dockerfile": dockerfile, "sub/run.py": "import numpy\n"})
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    assert doc["python"] == version and "Dockerfile" in doc["python_reason"]

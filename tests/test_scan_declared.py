@@ -540,3 +540,42 @@ def test_environment_yml__conda_entries_with_match_specs__conda_names__pip_subli
     assert got == [("torch", "pytorch==1.10", 3), ("scipy", "scipy>=1.3", 4),
                    ("pytorch-lightning", "pytorch-lightning==1.5.0", 6), ("xgboost", "xgboost~=1.2.0", 7),
                    ("torch-scatter", "pytorch-scatter", 8)]
+
+
+DOCKERFILE = """FROM pytorch/pytorch:1.9.0-cuda11.1-cudnn8-runtime
+ARG CUDA=11.1
+# Install conda packages.
+RUN conda install -y -c conda-forge \\
+      openmm=7.5.1 \\
+      # a comment between continued lines
+      python=3.7
+COPY . /app
+RUN pip3 install --upgrade pip \\
+    && pip3 install \\
+      jax==0.2.14 \\
+      jaxlib==0.1.69+cuda$(cut -f1,2 -d. <<< ${CUDA} | sed 's/\\\\.//g') \\
+      -f https://storage.googleapis.com/jax-releases/jax_cuda_releases.html
+RUN ["pip", "install", "tqdm==4.62.0"]
+CMD ["python", "run.py"]
+"""
+
+
+def test_scan_path__dockerfile_only__its_pip_and_conda_installs_are_declarations(tmp_path: Path) -> None:
+    """A Dockerfile-only repository (corpus6, corpus7) declares its packages in RUN instructions,
+    continued over lines, in shell or exec form; a version completed by a shell expansion is read
+    up to it, said so."""
+    (tmp_path / "Dockerfile").write_text(DOCKERFILE)
+    (tmp_path / "run.py").write_text("import jax\nimport tqdm\nimport simtk.openmm\n")
+    res = scan_path(tmp_path)
+    got = {(d.name, d.spec, d.line) for d in res.declared}
+    assert {("jax", "jax==0.2.14", 9), ("jaxlib", "jaxlib==0.1.69", 9), ("tqdm", "tqdm==4.62.0", 14),
+            ("openmm", "openmm=7.5.1", 4)} <= got
+    assert any("shell expansion" in str(w) and "'jaxlib==0.1.69'" in str(w) for w in res.warnings)
+    assert not any(d.name == "python" for d in res.declared)
+
+
+def test_scan_path__shell_script__backslash_continued_pip_install_is_one_command(tmp_path: Path) -> None:
+    (tmp_path / "install.sh").write_text("pip install \\\n    numpy==1.19.5 \\\n    scipy==1.5.4\n")
+    (tmp_path / "run.py").write_text("import numpy, scipy\n")
+    got = {(d.name, d.spec, d.line) for d in scan_path(tmp_path).declared}
+    assert got == {("numpy", "numpy==1.19.5", 1), ("scipy", "scipy==1.5.4", 1)}

@@ -312,6 +312,8 @@ def _kind(name: str, rel: str | None) -> str | None:
         return "metadata"
     if lower.endswith(SHELL_SUFFIXES) or lower in ("run", "job"):
         return "shell"
+    if shell.is_dockerfile(name):
+        return "dockerfile"
     return None
 
 
@@ -477,9 +479,9 @@ def extract_bytes(kind: str, data: bytes, thorough: bool = False) -> dict[str, A
             _code_payload(cell_parsed, c.index, out)
             _python3_payload(c.source, cell_parsed, c.index, out)
             _commented_installs(c.source, c.index, out)
-    elif kind == "shell":  # extract() has already checked that the file is a shell script
+    elif kind in ("shell", "dockerfile"):  # extract() has already checked that the file is a shell script
         text = data.decode("utf-8", errors="replace")
-        sh = shell.scan_shell(text)
+        sh = shell.scan_shell(shell.dockerfile_script(text) if kind == "dockerfile" else text)
         for sc in sh.commands:
             out["commands"].append([sc.tool, list(sc.argv), sc.line, None])
         for interp, script, line in sh.entry_points:

@@ -1264,11 +1264,29 @@ def pip_install_requirements(argv: tuple[str, ...], path: str, line: int | None,
                                          "or shipped with the submission: pin it as an extra source)"))
             i += 1
             continue
+        if "$" in a or "`" in a:  # a shell expansion: `jaxlib==0.1.69+cuda$(cut -f1,2 ...)`, `torch==${TORCH}`
+            kept = _unexpanded(a)
+            warnings.append((path, line, f"pip install {a}: a shell expansion pyrepro cannot know; read as "
+                                         f"{kept!r}" if kept else f"pip install {a}: a shell expansion; not read"))
+            a = kept
+            if not a:
+                i += 1
+                continue
         d = _req(a, path, line, warnings)
         if d:
             out.append(_alias(Declared(d.name, d.spec, path, line, cell)))
         i += 1
     return out, warnings
+
+
+def _unexpanded(word: str) -> str:
+    """A requirement word up to its first shell expansion (``$``, a backquote), with a local version
+    label or an operator left dangling there taken off: ``jaxlib==0.1.69+cuda$(cut`` is
+    ``jaxlib==0.1.69``, ``torch==${TORCH}`` is ``torch``; "" when not even a name is left."""
+    head = re.split(r"[$`]", word, maxsplit=1)[0]
+    head = re.sub(r"\+[^+=<>!~,;]*$", "", head)  # a local version label the expansion completed
+    head = re.sub(r"[=<>!~.,*]+$", "", head)  # an operator whose version was the expansion
+    return head if re.match(r"^[A-Za-z0-9]", head) else ""
 
 
 def conda_install_requirements(argv: tuple[str, ...], path: str, line: int | None, cell: int | None = None,

@@ -107,11 +107,68 @@ def _script_of(argv: tuple[str, ...]) -> str | None:
     return None
 
 
+def logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, text) of each command line, with backslash continuations joined
+    (``pip install \\`` then one requirement a line, as install scripts and Dockerfiles write them)."""
+    out: list[tuple[int, str]] = []
+    start, parts = 0, []
+    for n, raw in enumerate(text.splitlines(), 1):
+        if not parts:
+            start = n
+        stripped = raw.rstrip()
+        if stripped.endswith("\\") and not stripped.lstrip().startswith("#"):
+            parts.append(stripped[:-1])
+            continue
+        if parts and stripped.lstrip().startswith("#"):
+            continue  # a comment between continued lines (Docker allows it)
+        parts.append(raw)
+        out.append((start, " ".join(p.strip() for p in parts)))
+        parts = []
+    if parts:
+        out.append((start, " ".join(p.strip() for p in parts)))
+    return out
+
+
+def is_dockerfile(name: str) -> bool:
+    """A Dockerfile by its name (``Dockerfile``, ``Dockerfile.gpu``, ``cpu.dockerfile``)."""
+    lower = name.lower()
+    return lower == "dockerfile" or lower.startswith("dockerfile.") or lower.endswith(".dockerfile")
+
+
+_DOCKER_INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)\s+(.*)$")
+
+
+def dockerfile_script(text: str) -> str:
+    """A Dockerfile's commands as a shell script with the same line numbers: each ``RUN`` (shell
+    form, or the exec form's words joined) and each shell-form ``CMD``/``ENTRYPOINT`` on the line
+    its instruction starts; every other line blank. Its ``pip install`` and ``conda install``
+    lines are then read as a shell script's are: a Dockerfile-only repository declares its
+    packages there."""
+    import json
+
+    lines = [""] * len(text.splitlines())
+    for n, line in logical_lines(text):
+        m = _DOCKER_INSTRUCTION.match(line)
+        if not m or m.group(1).upper() not in ("RUN", "CMD", "ENTRYPOINT"):
+            continue
+        body = m.group(2).strip()
+        if body.startswith("["):
+            try:
+                words = json.loads(body)
+            except ValueError:
+                continue
+            body = " ".join(str(w) for w in words) if isinstance(words, list) else ""
+            if body.split()[:1] in (["/bin/sh"], ["sh"], ["/bin/bash"], ["bash"]) and " -c " in f" {body} ":
+                body = body.split(" -c ", 1)[1]
+        lines[n - 1] = body
+    return "\n".join(lines) + "\n"
+
+
 def scan_shell(text: str) -> ShellScan:
     commands: list[ShellCommand] = []
     entries: list[tuple[str, str, int]] = []
     slurm = False
-    for n, raw in enumerate(text.splitlines(), 1):
+    for n, raw in logical_lines(text):
         line = raw.strip()
         if line.startswith("#SBATCH") or line.startswith("#PBS"):
             slurm = True
@@ -131,6 +188,6 @@ def scan_shell(text: str) -> ShellScan:
 
 def is_shell_file(name: str, head: bytes) -> bool:
     lower = name.lower()
-    if lower.endswith((".sh", ".bash", ".slurm", ".sbatch", ".job", ".pbs")):
+    if lower.endswith((".sh", ".bash", ".slurm", ".sbatch", ".job", ".pbs")) or is_dockerfile(name):
         return True
     return head.startswith(b"#!") and any(s in head.split(b"\n", 1)[0] for s in (b"sh", b"bash"))

@@ -318,37 +318,32 @@ def test_lock_request__real_pdm__declared_pins_conflict_on_numpy__relaxed_to_a_l
     assert lock.check_lock_dir(d) == []
 
 
-def test_plan__project_first_published_after_the_bound__bound_moves_past_its_first_release() -> None:
-    """mlearn_analysis_Cu_mace: its metadata says 2024-11-22, but it imports chipsff, first published
-    2024-12-11; date-bounded, the resolver cannot find chipsff at all. The bound moves past chipsff's
-    first upload instead of giving up with no rule."""
-    text = "[CandidateNotFound]: Unable to find candidates for chipsff. There may exist some issues with the package name"
-    sit = lockplan.start(("chipsff", "numpy"), first="date-bounded", era_bound="2024-11-23")
+@pytest.mark.parametrize(("req", "text", "bound", "asked", "day", "moved", "said"), [
+    # mlearn_analysis_Cu_mace: its metadata says 2024-11-22, but it imports chipsff, first published
+    # 2024-12-11; date-bounded, the resolver cannot find chipsff at all
+    ("chipsff", "[CandidateNotFound]: Unable to find candidates for chipsff. There may exist some issues with the "
+     "package name", "2024-11-23", "", dt.date(2024, 12, 11), "2024-12-12", "chipsff was first published 2024-12-11"),
+    # aizynthfinder (corpus7 dev): dated 2022-11-28, its poetry pyproject asks paretoset ^1.2.3,
+    # which no release by then satisfies (1.2.3 came later)
+    ("paretoset>=1.2.3,<2.0.0", "ERROR: Unable to find a resolution for paretoset\nPlease make sure the package name "
+     "is correct.", "2022-11-29", "<2.0.0,>=1.2.3", dt.date(2023, 3, 1), "2023-03-02",
+     "the first release of paretoset that satisfies paretoset>=1.2.3,<2.0.0 was uploaded 2023-03-01"),
+])
+def test_plan__requirement_first_satisfied_after_the_bound__bound_moves_past_that_upload(
+        req: str, text: str, bound: str, asked: str, day: dt.date, moved: str, said: str) -> None:
+    """Date-bounded, the resolver finds nothing for a requirement whose project, or whose first
+    release satisfying the declared range, came after the bound: the bound moves past that upload
+    instead of giving up with no rule."""
+    name = req.split(">")[0]
+    sit = lockplan.start((req, "numpy"), first="date-bounded", era_bound=bound)
     m = lockplan.next_move(sit)
     sit = sit.after(m, _fail(m, text))  # type: ignore[arg-type]
     ask = lockplan.next_move(sit)
-    assert isinstance(ask, lockplan.LookUp) and ask.uploads == (("chipsff", ""),)
-    sit = sit.learn(uploaded={("chipsff", ""): dt.date(2024, 12, 11)})
+    assert isinstance(ask, lockplan.LookUp) and ask.uploads == ((name, asked),)
+    sit = sit.learn(uploaded={(name, asked): day})
     move = lockplan.next_move(sit)
-    assert isinstance(move, lockplan.Try) and move.bound == "2024-12-12" and move.requirements == ("chipsff", "numpy")
-    assert "chipsff was first published 2024-12-11" in move.bound_note
-
-
-def test_plan__declared_range_first_satisfied_after_the_bound__bound_moves_past_that_release() -> None:
-    """aizynthfinder (corpus7 dev): dated 2022-11-28, its poetry pyproject asks paretoset ^1.2.3,
-    which no release by then satisfies (1.2.3 came later): the bound moves past the upload of the
-    first release that satisfies the declared range."""
-    text = "ERROR: Unable to find a resolution for paretoset\nPlease make sure the package name is correct."
-    sit = lockplan.start(("paretoset>=1.2.3,<2.0.0", "numpy"), first="date-bounded", era_bound="2022-11-29")
-    m = lockplan.next_move(sit)
-    sit = sit.after(m, _fail(m, text))  # type: ignore[arg-type]
-    ask = lockplan.next_move(sit)
-    assert isinstance(ask, lockplan.LookUp) and ask.uploads == (("paretoset", "<2.0.0,>=1.2.3"),)
-    sit = sit.learn(uploaded={("paretoset", "<2.0.0,>=1.2.3"): dt.date(2023, 3, 1)})
-    move = lockplan.next_move(sit)
-    assert isinstance(move, lockplan.Try) and move.bound == "2023-03-02"
-    assert "the first release of paretoset that satisfies paretoset>=1.2.3,<2.0.0 was uploaded 2023-03-01" \
-        in move.bound_note
+    assert isinstance(move, lockplan.Try) and move.bound == moved and move.requirements == (req, "numpy")
+    assert said in move.bound_note
 
 
 def test_plan__names_the_index_lacks__dropped_without_spending_the_step_limit() -> None:

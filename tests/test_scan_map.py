@@ -38,7 +38,7 @@ def test_resolver__names_that_differ_from_the_module__mapped() -> None:
               "pytorch_lightning": "pytorch-lightning", "Levenshtein": "python-levenshtein", "keras.layers": "keras",
               # PyPI's namesakes are other projects: 'fitz', 'docx'; mpl_toolkits is a namespace
               "fitz": "pymupdf", "docx": "python-docx", "mpl_toolkits.mplot3d": "matplotlib",
-              "mpl_toolkits.basemap": "basemap", "setuptools": "setuptools"}
+              "mpl_toolkits.basemap": "basemap", "setuptools": "setuptools", "phi.torch": "phiflow"}
     got = {m: r.resolve(m).distribution for m in expect}
     assert got == expect
     assert all(r.resolve(m).resolved_with == "mapping" for m in expect)

@@ -322,6 +322,13 @@ def _guided(s: Situation, why: str) -> Move:
                                   f"which the code never imports; dropped ({why})", after,
                                   trigger="\n".join(guide.error.splitlines()[:12]))
                 return Try("relaxed", after, s.relax_bound, step=step)
+        # uv names the conflict pdm ran out of time on: the conflict rules act on uv's words
+        named = relax.relax(guide.error, reqs, s.facts)
+        if named is not None and not any(t.requirements == named.requirements and t.bound == s.relax_bound
+                                         for t in s.tried):
+            step = replace(named, reason=f"{named.reason} (the conflict as uv's resolver explained it; {why})",
+                           trigger="\n".join(guide.error.splitlines()[:12]))
+            return Try("relaxed", named.requirements, s.relax_bound, step=step)
         return GiveUp(f"{why}; uv's resolver found no resolution either: {said}")
     pins = guided_pins(reqs, guide, why.split(";")[0])
     if not pins:

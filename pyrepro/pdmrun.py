@@ -38,6 +38,22 @@ def pdm_command() -> list[str]:
 # (--exclude-newer) no such setuptools exists, and pdm stops before it reads the sdist's metadata
 # ("Unable to find a resolution for setuptools": matminer 0.6.5 on a 2021 date, modnet-2021).
 LEGACY_BUILD_REQUIRES = ["setuptools>=40.8.0", "wheel"]
+# That floor was released on 2019-02-05 (setuptools 40.8.0, the first with the legacy backend
+# ``setuptools.build_meta:__legacy__``). Under an older date bound no setuptools satisfies it, so a
+# 2018 submission's legacy sdists cannot be built for their metadata at all ("Unable to find a
+# resolution for setuptools": phoenics-2018, bound 2018-01-22). The build tool alone then gets the
+# day after that release as its own bound (pdm's --exclude-newer-override, uv's
+# --exclude-newer-package): the oldest setuptools a legacy sdist can be built with today.
+BUILD_TOOL_FLOOR = (("setuptools", "2019-02-06"),)
+
+
+def build_tool_overrides(exclude_newer: str | None) -> tuple[tuple[str, str], ...]:
+    """(package, day) for each build tool whose floor postdates the bound ``exclude_newer`` (a
+    ``YYYY-MM-DD`` day, or an ISO time whose first ten characters are one); none without a bound."""
+    if not exclude_newer:
+        return ()
+    day = exclude_newer[:10]
+    return tuple((name, floor) for name, floor in BUILD_TOOL_FLOOR if day < floor)
 
 
 def patch_pdm_legacy_backend() -> None:
@@ -256,6 +272,9 @@ def _lock_args(python: str, platform: str, exclude_newer: str | None) -> list[st
     args = ["--python", lock_range(python), "--platform", platform, "--implementation", "cpython"]
     if exclude_newer:
         args += ["--exclude-newer", exclude_newer]
+        floors = build_tool_overrides(exclude_newer)
+        if floors:
+            args += ["--exclude-newer-override", *(f"{name}={day}" for name, day in floors)]
     return args
 
 

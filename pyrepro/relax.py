@@ -771,8 +771,9 @@ def rule_not_on_index(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step |
         used = "" if facts.imported is None else (" (the code imports it: the import check will say what is missing)"
                                                   if facts.central(p.package) else " (the code never imports it)")
         return Step("not-on-index", p.package, reqs[i], "",
-                    f"{p.package} does not exist on the package index (a conda-only, private or withdrawn "
-                    f"package); dropped{used}", _edit(reqs, i, ""))
+                    f"{p.package} does not exist on the package index for this Python (a conda-only, private "
+                    f"or withdrawn package, or one with releases for other Pythons only: the index lists none "
+                    f"for it); dropped{used}", _edit(reqs, i, ""))
     return None
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyrepro.errors import ExternalToolError, MissingToolError
+from pyrepro.pdmrun import build_tool_overrides
 from pyrepro.proc import Runner
 from pyrepro.relax import req_name
 
@@ -133,6 +134,8 @@ def _compile(uv: str, reqs: Sequence[str], python: str, bound: str | None, *, ru
                 "--no-annotate", "--no-header", "--quiet", "--no-config", *extra]
         if bound:
             argv += ["--exclude-newer", f"{bound}T00:00:00Z"]
+            for name, day in build_tool_overrides(bound):
+                argv += ["--exclude-newer-package", f"{name}={day}T00:00:00Z"]
         index = os.environ.get("PIP_INDEX_URL") or os.environ.get("PDM_PYPI_URL")
         if index:
             argv += ["--index-url", index]

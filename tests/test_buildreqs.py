@@ -89,6 +89,17 @@ def test_newest_before__final_releases_uploaded_before_the_day_that_satisfy_the_
     assert buildreqs.newest_before(idx, "nosuch", "", dt.date(2021, 1, 1)) is None
 
 
+def test_oldest_after__a_requirement_newer_than_the_era__its_nearest_release_not_todays() -> None:
+    # phoenics-2018: a 2017 legacy sdist under pip's setuptools>=40.8.0 (2019-02)
+    idx, _ = _index(None)
+    assert buildreqs.oldest_after(idx, "setuptools", ">=40", dt.date(2018, 1, 23)) == "44.0.0"
+    assert buildreqs.oldest_after(idx, "setuptools", ">=45", dt.date(2018, 1, 23)) == "50.3.2"
+    assert buildreqs.oldest_after(idx, "setuptools", ">=90", dt.date(2018, 1, 23)) is None
+    b = buildreqs.constraints(idx, [("tinycalc", "0.3.0")], dt.date(2018, 1, 23), "3.8", exclude=["tinycalc"])
+    assert b.constraints == ("cython==0.29.21", "setuptools==44.0.0")
+    assert len(b.notes) == 2 and all("no release before 2018-01-23 satisfies it" in n for n in b.notes)
+
+
 def test_constraints__declared_build_requirements_pinned_to_the_era__cached(tmp_path: Path) -> None:
     idx, asked = _index(tmp_path)
     b = buildreqs.constraints(idx, [("tinycalc", "0.3.0")], dt.date(2021, 1, 15), "3.8", exclude=["tinycalc"])
@@ -189,8 +200,9 @@ def test_build_env__undated_model__sdist_build_bounded_by_the_sdists_own_upload_
     env_dir, _k, _v, _hit = local.build_env(spec, paths, runner=runner, platform="linux-x86_64", index=idx)
     info = json.loads((env_dir / local.COMPLETE).read_text())
     assert info["build_requirements"]["bound"] == "2020-01-02"  # tinycalc 0.3.0's sdist: 2020-01-01
-    assert seen == ["setuptools==44.0.0\n"]  # cython<3: nothing released by then, unbounded and said
-    assert any("cython" in n for n in info["build_requirements"]["notes"])
+    # cython<3: nothing released by then, so its oldest release that satisfies it, and said so
+    assert seen == ["cython==0.29.21\nsetuptools==44.0.0\n"]
+    assert any("cython" in n and "its oldest that does, 0.29.21" in n for n in info["build_requirements"]["notes"])
 
 
 def test_build_bound__sdist_newer_than_the_submission__its_own_day_not_the_older_one(tmp_path: Path) -> None:

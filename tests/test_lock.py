@@ -128,6 +128,21 @@ def test_lock_request__fails_then_date_bound_works__category_2(tmp_path: Path) -
     assert "--exclude-newer" in seen[-2] and "2023-01-15" in " ".join(seen[-2])  # the day after submission, exclusive
     assert (d / "pdm.lock").is_file() and "category = 2" in (d / "lock.toml").read_text()
     assert lock.check_lock_dir(d) == []
+    assert "--exclude-newer-override" not in seen[-2]  # 2023 admits setuptools 40.8.0
+
+
+def test_lock_request__bound_before_2019_02__setuptools_bounded_by_its_legacy_floor(tmp_path: Path) -> None:
+    # phoenics-2018: dated 2018-01-22, no setuptools>=40.8.0 (pip's build requirement for a legacy
+    # sdist) existed, so pdm could not build seaborn 0.8.1's sdist for its metadata
+    d = _project(tmp_path, ["seaborn==0.8.1"])
+    runner, seen = _fake_pdm(1, "ERROR: Unable to find a resolution for seaborn\n")
+    req = lock.LockRequest("p", d, "3.10", submitted=dt.date(2018, 1, 22))
+    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"))
+    assert out.category == 2 and out.strategy == "date-bounded"
+    bounded = seen[-2]
+    assert bounded[bounded.index("--exclude-newer") + 1] == "2018-01-23"
+    assert bounded[bounded.index("--exclude-newer-override") + 1] == "setuptools=2019-02-06"
+    assert "--exclude-newer-override" not in seen[0]  # the as-declared attempt has no bound at all
 
 
 def test_lock_request__relaxation_runs_out__category_4_previous_lock_kept(tmp_path: Path) -> None:
@@ -705,7 +720,7 @@ def test_lock_request__a_name_the_index_does_not_have__dropped_said_so(tmp_path:
     out = lock.lock_request(lock.LockRequest("p", d, "3.11"), runner=runner, python_exe=Path("/usr/bin/python3"))
     assert out.category == 2 and [s.rule for s in out.steps] == ["not-on-index"]
     assert seen[-1] == ("numpy",)
-    assert "does not exist on the package index" in out.steps[0].reason
+    assert "does not exist on the package index for this Python" in out.steps[0].reason
     # a name whose release list is unknown (the index not asked) is never dropped
     from pyrepro import relax
     problem = relax.diagnose("[CandidateNotFound]: Unable to find candidates for condaonly-tool.")

@@ -119,6 +119,29 @@ def test_scan__generic_name_beside_a_module_reached_by_sys_path__local_not_missi
     assert local["utils"] == "src/utils.py" and local["transformer"] == "src/transformer.py"
 
 
+def test_scan__the_folder_itself_as_a_package__its_own_name_is_local(
+        write_files: Write, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """rexgen_direct (corpus7 held): the submitted folder is the package rexgen_direct of its
+    repository, and its scripts import it by that name; the name is the folder, not PyPI's."""
+    root = write_files({
+        "__init__.py": "",
+        "core_wln_global/__init__.py": "", "core_wln_global/nn.py": "import numpy\n",
+        "scripts/eval.py": "from rexgen_direct.core_wln_global.nn import linearND\nimport numpy\n",
+        "rank.py": "from rexgen_direct import core_wln_global\n",
+    })
+    out = scan_json(root, capsys)
+    assert out["required"] == ["numpy"] and out["unresolved"] == []
+    assert {m["module"]: m["path"] for m in out["local_modules"]}["rexgen_direct"] == "__init__.py"
+    assert any("rexgen_direct" in w and "itself a package" in w for w in out["warnings"])
+    # without an __init__.py of its own, or with one import going elsewhere, it is not the folder
+    for i, files in enumerate(({"model.py": "import numpy\n", "run.py": "from zorblax.model import Net\n"},
+                               {"__init__.py": "", "model.py": "", "run.py": "from zorblax.model import Net\n"
+                                                                            "from zorblax.graph import Graph\n"})):
+        out = scan_json(write_files(files, tmp_path / f"other{i}"), capsys)
+        assert "zorblax" not in {m["module"] for m in out["local_modules"]}
+        assert "zorblax" in {g["module"] for g in out["guesses"]}
+
+
 def test_scan__local_name_of_a_distribution__warns(write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
     root = write_files({"run.py": "import pandas\nimport jarvis\n", "jarvis/__init__.py": "x = 1\n"})
     out = scan_json(root, capsys)

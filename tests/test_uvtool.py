@@ -32,6 +32,15 @@ def test_guide__bound_is_the_first_instant_of_the_day_and_versions_read(tmp_path
     assert argv[argv.index("--exclude-newer") + 1] == "2024-01-30T00:00:00Z"
     assert argv[argv.index("--python-platform") + 1] == uvtool.UV_PLATFORM
     assert r.calls[0][2] is not None and r.calls[0][2]["UV_CACHE_DIR"] == str(tmp_path)
+    assert "--exclude-newer-package" not in argv  # a 2024 bound admits the build tools' floor
+
+
+def test_guide__a_bound_before_the_legacy_setuptools_floor__setuptools_gets_its_own(tmp_path: Path) -> None:
+    r = answer_uv_compile(FakeRunner(), stdout="seaborn==0.8.1\n", returncode=0, stderr="")
+    uvtool.guide(["seaborn==0.8.1"], "3.6", "2018-01-23", runner=r, cache=tmp_path)
+    argv = r.calls[0][0]
+    assert argv[argv.index("--exclude-newer") + 1] == "2018-01-23T00:00:00Z"
+    assert argv[argv.index("--exclude-newer-package") + 1] == "setuptools=2019-02-06T00:00:00Z"
 
 
 def test_guide__no_resolution_or_no_uv__a_guide_that_says_why(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

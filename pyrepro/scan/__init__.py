@@ -748,6 +748,7 @@ class Classified:
     lines: int
     stdlib_uses: tuple[StdlibUse, ...] = ()
     unreadable: tuple[Warning_, ...] = ()
+    root_package: bool = False  # the scanned folder has an __init__.py of its own
 
 
 class _LocalIndex:
@@ -832,6 +833,29 @@ def _tree_modules(all_files: Iterable[str]) -> dict[str, str]:
         for i, d in enumerate(parts[:-1]):
             out.setdefault(d, "/".join(parts[:i + 1]) + "/")
     return out
+
+
+def _self_package_paths(key: str, occ: Sequence[FoundImport], classified: Classified) -> list[str]:
+    """A submitted folder that is itself a package imports itself by the name it had in its
+    repository (the ``rexgen_direct/`` folder of connorcoley/rexgen_direct: ``from
+    rexgen_direct.core_wln_global.nn import linearND``, with ``core_wln_global/`` at the folder's
+    top). Taken so when the folder has an ``__init__.py`` of its own and every import of the name
+    goes on into a module at the folder's top; the paths it goes into, else an empty list. A bare
+    ``import X`` says nothing of where ``X`` is, so one such import is no evidence."""
+    if not classified.root_package:
+        return []
+    top = key.split(".")[0]
+    inside: list[str] = []
+    for o in occ:
+        parts = o.module.split(".")
+        if parts[0] != top:
+            return []
+        nxt = parts[1] if len(parts) > 1 else (o.names[0] if o.names else None)
+        where = classified.tree_modules.get(nxt) if nxt else None
+        if where is None or "/" in where.rstrip("/"):  # not at the folder's top
+            return []
+        inside.append(where)
+    return sorted(set(inside))
 
 
 def _unimported_script(f: FileFacts, imported: set[str], packages: set[str]) -> bool:
@@ -955,7 +979,7 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
     local = tuple(LocalModule(m, p, tuple(sorted(set(locs), key=_loc_key))) for m, (p, locs) in sorted(local_locs.items()))
     return Classified(tuple(third), local, _tree_modules(walked.all_files),
                       tuple(python2), tuple(warnings), tuple(tools), tuple(entries), tuple(declared), n_files, n_lines,
-                      tuple(uses), tuple(unreadable))
+                      tuple(uses), tuple(unreadable), "__init__.py" in walked.all_files)
 
 
 def weigh_commented(declared: Sequence[meta.Declared], imported: set[str]
@@ -1046,6 +1070,15 @@ def resolve(classified: Classified, resolver: Resolver) -> tuple[tuple[ImportRec
                 local.append(LocalModule(key.split(".")[0], where, locs))
                 warnings.append(Warning_(locs[0], f"{key}: not in a folder Python imports from, but {where} in this "
                                          "folder has that name (a sys.path change?); treated as local code"))
+                continue
+            inside = _self_package_paths(key, occ, classified)
+            if inside:
+                local.append(LocalModule(key.split(".")[0], "__init__.py", locs))
+                warnings.append(Warning_(locs[0], (
+                    f"{key.split('.')[0]}: no distribution is known by that name, and this folder is itself a package "
+                    f"(its own __init__.py) holding what the code imports from it ({', '.join(inside[:3])}): taken as "
+                    f"this folder imported under the name it had in its repository; a run needs it on sys.path "
+                    f"under that name")))
                 continue
         if res.resolved_with == "identity-guess":
             decl = declared.get(res.distribution or "")

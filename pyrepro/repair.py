@@ -587,6 +587,21 @@ def undeclared_dependency(row: tuple[str, str, str], python: str) -> str | None:
     return m.group(1)
 
 
+# Packages every virtual environment carried before CPython 3.12 (venv's seed): code of any date
+# imported them without declaring them, so their absence is not the date's doing.
+_VENV_SEEDED = frozenset({"pkg_resources", "setuptools", "pip", "_distutils_hack"})
+
+
+def _dateless(module: str, python: str) -> bool:
+    """What installed code misses is missing whatever the date: standard library in a CPython
+    newer than ``python`` (``dataclasses`` on 3.6: a backport), or a package venvs used to carry
+    (``pkg_resources`` on 3.12+)."""
+    from pyrepro.scan.stdlib import stdlib_names
+
+    return module in _VENV_SEEDED or any(module in stdlib_names(v) for v, _d in RELEASES
+                                         if version_key(v) > version_key(python))
+
+
 def _after_imports(s: Situation) -> Move:
     bad = [r for r in s.imports if r[1] != "ok"]
     if not bad:
@@ -597,7 +612,16 @@ def _after_imports(s: Situation) -> Move:
     missing = list(dict.fromkeys(r[0].split(".")[0] for r in bad if not_provided(r)))
     # installed code importing a whole package its distribution never declared (PyBEL and
     # pkg_resources on a Python whose venvs carry no setuptools): that package's provider
-    missing += [m for r in inside if (m := undeclared_dependency(r, s.python)) and m not in missing]
+    undeclared = [m for r in inside if (m := undeclared_dependency(r, s.python))]
+    era_open = bool(inside) and "era" not in tried and s.strategy == "as-declared" and s.dated and not _python2(s)
+    if era_open and any(not _dateless(m, s.python) for m in undeclared):
+        # installed code of an as-declared lock asking for a package it never declared: first
+        # nothing newer than the submission's date, whose releases may not need it (a 2022 keras
+        # on a 2016 submission asks for tensorflow, which the keras of 2016 never imported:
+        # molecule-autoencoder, corpus8 dev, piled providers and next releases on the anachronism)
+        first = next(r for r in inside if undeclared_dependency(r, s.python))
+        return RelockByDate(f"{first[0]} fails to import inside installed code ({first[2][:160]})")
+    missing += [m for m in undeclared if m not in missing]
     wanted = [m for m in missing if m not in given and not s.absent.get(m)]
     if wanted and s.online:
         asks = tuple(m for m in wanted if m not in s.facts.providers)
@@ -609,7 +633,7 @@ def _after_imports(s: Situation) -> Move:
     move = _provider_next_release(s, inside)
     if move is not None:
         return move
-    if inside and "era" not in tried and s.strategy == "as-declared" and s.dated and not _python2(s):
+    if era_open:
         # newest releases mixed with the submission's old pins (cdvae_model: pandas 1.5.3 beside
         # numpy 2.4 fails with "numpy.dtype size changed"): nothing newer than the submission's date
         first = inside[0]

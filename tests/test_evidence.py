@@ -156,6 +156,30 @@ def test_init__stdlib_module_other_pythons_lack__bounds_the_choice(write_files: 
     assert doc2["python"] == "3.11" and "tomllib" in doc2["python_reason"]
 
 
+def test_init__a_name_inside_the_standard_library_other_pythons_lack__bounds_the_choice(
+        write_files: Write, tmp_path: Path) -> None:
+    """vasp-procar (corpus8 dev): one undated file with `from collections import Iterable`, gone
+    in 3.10; the newest CPython imported its numpy and failed at the first line of the run. Names
+    other Pythons lack bound the choice as modules do, in both directions (`math.prod`: 3.8 on)."""
+    root = write_files({"old/procar.py": "import numpy as np\nfrom collections import Iterable, OrderedDict\n"
+                                         "from os import path\n"})
+    doc = _init(root / "old", tmp_path / "models", "--offline", name="old")
+    assert doc["python"] == "3.9"
+    assert "procar.py:2 imports collections.Iterable (standard library of Python 3.6-3.9 only)" in doc["python_reason"]
+    assert "OrderedDict" not in doc["python_reason"]
+    root2 = write_files({"new/run.py": "from __future__ import annotations\nfrom math import prod\n",
+                         "new/metadata.json": json.dumps({"date_submitted": "03-15-2019"})})
+    doc2 = _init(root2 / "new", tmp_path / "models2", "--offline", name="new")
+    assert doc2["python"] == "3.8" and "math.prod" in doc2["python_reason"]
+    # a generated table: every span is within the Pythons pyrepro targets, first <= last
+    from pyrepro.interpreters import version_key
+    from pyrepro.scan.stdlib import _names_table
+
+    table = _names_table()
+    assert len(table) > 1000 and table["collections.Iterable"] == ("3.6", "3.9")
+    assert all(version_key(a) <= version_key(b) for a, b in table.values())
+
+
 def test_choose_python__stdlib_bounds__replaced_modules_and_stated_pythons() -> None:
     from pyrepro.scan import StdlibUse
 

@@ -403,6 +403,24 @@ def test_imports_inside__undated__era_of_the_failing_release_and_its_python() ->
     assert not isinstance(Oracle().answer(s), repair.RelockByEra)
 
 
+def test_imports_inside__undeclared_package_under_an_as_declared_lock__date_relock_first() -> None:
+    """molecule-autoencoder (corpus8 dev, 2016): the as-declared lock took keras 2.10.0, which asks
+    for tensorflow; the keras of 2016 never did. A dated submission relocks by its date before any
+    provider is added for what installed code misses; a backport or a venv's seed package is
+    missing whatever the date, so it gets its provider at once."""
+    row = ("keras", "error", "ModuleNotFoundError: No module named 'tensorflow'")
+    s = _s(python="3.6", imports=(row, ("numpy", "ok", "")))
+    move = repair.next_move(s)
+    assert isinstance(move, repair.RelockByDate) and "keras fails to import inside installed code" in move.reason
+    # the date relock tried (or no date, or a date-bounded lock already): the provider
+    for later in (replace(s, moves=(repair.Moved("era", "imports"),)), replace(s, dated=False),
+                  replace(s, strategy="date-bounded")):
+        assert repair.next_move(later) == repair.LookUp(providers=("tensorflow",))
+    for missing, python in (("dataclasses", "3.6"), ("pkg_resources", "3.13")):
+        dateless = _s(python=python, imports=(("x", "error", f"ModuleNotFoundError: No module named '{missing}'"),))
+        assert repair.next_move(dateless) == repair.LookUp(providers=(missing,))
+
+
 def test_imports_inside__a_whole_package_installed_code_never_declared__its_provider_added() -> None:
     """pybel on CPython 3.13: "No module named 'pkg_resources'" (venvs of 3.12+ carry no setuptools,
     and pybel never declared it): that package's provider, before any relock by date or era."""

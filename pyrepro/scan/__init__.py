@@ -42,7 +42,7 @@ from pyrepro.resolve import Resolution, Resolver
 from pyrepro.scan import fastpy, notebook, shell
 from pyrepro.scan import metadata as meta
 from pyrepro.scan import python as pysrc
-from pyrepro.scan.stdlib import known_versions, python2_only_names, python3_span, stdlib_names
+from pyrepro.scan.stdlib import known_versions, name_span, python2_only_names, python3_span, stdlib_names
 from pyrepro.types import Location
 
 SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules", ".venv", "venv", ".tox", ".mypy_cache"}
@@ -945,6 +945,15 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
             span = python3_span(top)
             if span is not None:
                 uses.append(StdlibUse(top, span[0], span[1], imp.location, imp.optional or imp.marker is not None))
+            elif top in stdlib or top == "__future__":
+                # a name inside the standard library that only some Pythons have (``from collections
+                # import Iterable``: 3.9 at the newest; ``from functools import cache``: 3.9 at the oldest)
+                for dotted in (*((imp.module,) if "." in imp.module else ()),
+                               *(f"{imp.module}.{n}" for n in imp.names if n != "*")):
+                    named = name_span(dotted)
+                    if named is not None:
+                        uses.append(StdlibUse(dotted, named[0], named[1], imp.location,
+                                              imp.optional or imp.marker is not None))
             if top in stdlib or top == "__future__":
                 continue
             where = local_path(f.source.rel.rpartition("/")[0], top)

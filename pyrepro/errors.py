@@ -79,6 +79,15 @@ class NotFoundError(PyreproError):
     """A path, model, benchmark or mirror does not exist."""
 
 
+class SourceUnavailableError(NotFoundError):
+    """An extra (git) source of model.toml is not available here: ``source`` is its
+    (name, repository, commit)."""
+
+    def __init__(self, message: str, *, source: tuple[str, str, str], hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.source = source
+
+
 class IntegrityError(PyreproError):
     """Content does not match its pin: tree id, hash, lock content hash."""
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import tomlkit
+from packaging.utils import canonicalize_name
 
 from pyrepro import lockplan, piplock, proc, relax, uvtool
 from pyrepro.errors import (
@@ -735,6 +736,37 @@ def persist_era(req: LockRequest, day: str, reason: str, *, python: str | None =
     if python is not None:
         doc["python"] = python
         doc["python_reason"] = reason
+    atomic_write_text(req.model_toml, tomlkit.dumps(doc))
+    _regenerate(req)
+
+
+def persist_source_to_index(req: LockRequest, names: Sequence[str], reason: str) -> None:
+    """Extra sources ``names`` give way to the index's distributions of those names (rule
+    ``source-to-index``): their ``[[extra_sources]]`` entries leave model.toml, each name is a
+    requirement (``[dependencies] extra`` unless scanned), the reason goes into ``notes``; the
+    pyproject is regenerated."""
+    if req.model_toml is None:
+        raise ResolutionError(f"{req.name}: no model.toml to record the change in")
+    doc = tomlkit.parse(req.model_toml.read_text(encoding="utf-8"))
+    wanted = {canonicalize_name(n) for n in names}
+    sources = doc.get("extra_sources")
+    if sources is not None:
+        kept = [t for t in sources if canonicalize_name(str(t.get("name", ""))) not in wanted]
+        if kept:
+            aot = tomlkit.aot()
+            for t in kept:
+                aot.append(t)
+            doc["extra_sources"] = aot
+        else:
+            del doc["extra_sources"]
+    deps = doc.setdefault("dependencies", tomlkit.table())
+    have = {canonicalize_name(relax.req_name(str(d))) for key in ("scanned", "extra") for d in deps.get(key, [])}
+    extra = deps.setdefault("extra", tomlkit.array())
+    for n in names:
+        if canonicalize_name(n) not in have:
+            extra.append(n)
+    notes = str(doc.get("notes", "") or "")
+    doc["notes"] = f"{notes}; {reason}" if notes else reason
     atomic_write_text(req.model_toml, tomlkit.dumps(doc))
     _regenerate(req)
 

@@ -31,12 +31,15 @@ far and the facts looked up) and ``next_move`` returns exactly one move:
   release that ships the module (rule ``provider-next-release``, at most ``MAX_PROVIDER_MOVES``
   per module; matbench-discovery 0.1.0 reads a file it does not ship): a pin with the reason in
   model.toml, relock, rebuild;
+- ``SourceToIndex``: a git source pinned to a commit that cannot be fetched here gives way to the
+  index's distribution of that name (rule ``source-to-index``): model.toml drops the source and
+  says why, relock by date when the submission has one, rebuild;
 - ``LookUp``: the decision needs facts first (release lists with wheels, whether a release has a
   wheel for a Python, upload days, which interpreters exist); the caller looks them up,
   ``Facts.learn``s them and asks again;
 - ``GiveUp``: nothing more to try, with the reason and the next step a person would take.
 
-The situations are, in this order: a lock that failed because the resolver found no release of an
+The situations are, in this order: extra sources the build could not find (``unavailable``), a lock that failed because the resolver found no release of an
 exact pin for the model's Python (``unlocked``), sdists that did not build (``sdists``), modules that
 do not import (``imports``). ``reproduce`` only performs moves and records them (``Moved``), so
 every rule lives here.
@@ -60,8 +63,8 @@ MAX_UNRESOLVED_MOVES = 3  # unresolved-to-older-python moves (one minor each: 3.
 
 @dataclass(frozen=True)
 class Moved:
-    """A move ``reproduce`` performed: ``kind`` wheels | python | era | provider; ``trigger`` lock |
-    build | imports;
+    """A move ``reproduce`` performed: ``kind`` wheels | python | era | provider | source; ``trigger``
+    lock | build | imports;
     ``ok``: whether its relock produced a lock (a failed era relock or older-Python lock lets the
     next rule try)."""
 
@@ -70,7 +73,7 @@ class Moved:
     ok: bool = True
     python: str = ""  # the Python moved to (kind python)
     pins: tuple[tuple[str, str], ...] = ()  # (distribution, release) moved to (kind wheels)
-    modules: tuple[str, ...] = ()  # the modules given a provider (kinds provider, provider-next)
+    modules: tuple[str, ...] = ()  # the modules given a provider (kinds provider, provider-next); sources (source)
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ class Facts:
     # (module, distribution, version) -> (next version, reason) of a later release that ships the
     # module, or None: none does
     next_release: Mapping[tuple[str, str, str], tuple[str, str] | None] = field(default_factory=dict)
+    # distribution -> its releases on the index, (version, first upload day) each; () for none
+    releases: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
     def learn(self, **more: Mapping) -> Facts:
         return replace(self, **{k: {**getattr(self, k), **v} for k, v in more.items()})
@@ -118,6 +123,8 @@ class Situation:
     installed: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     moves: tuple[Moved, ...] = ()
     facts: Facts = field(default_factory=Facts)
+    # extra (git) sources of model.toml the build could not find here: (name, repository, commit)
+    unavailable: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -174,6 +181,17 @@ class LookUp:
     interpreters: tuple[str, ...] = ()
     providers: tuple[str, ...] = ()  # modules to find a provider for
     next_release: tuple[tuple[str, str, str], ...] = ()  # (module, distribution, version)
+    releases: tuple[str, ...] = ()  # distributions whose releases on the index are wanted
+
+
+@dataclass(frozen=True)
+class SourceToIndex:
+    """Extra (git) sources that are not available here give way to the index's distribution of the
+    same name (rule ``source-to-index``): model.toml drops the source and says why, relock (by date
+    when the submission has one), rebuild."""
+
+    names: tuple[str, ...]
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -182,7 +200,8 @@ class GiveUp:
     hint: str = ""  # the next step a person would take ("" : the failure's own hint)
 
 
-Move = PinWheels | MovePython | RelockByDate | RelockByEra | AddProviders | PinProvider | LookUp | GiveUp
+Move = (PinWheels | MovePython | RelockByDate | RelockByEra | AddProviders | PinProvider | SourceToIndex | LookUp
+        | GiveUp)
 
 
 class _Need(Exception):
@@ -196,6 +215,8 @@ def next_move(s: Situation) -> Move:
     """The one move for ``s`` (see the module docstring): lock rules when the lock found no release
     of a pin, build rules when sdists did not build, else import rules when modules do not import."""
     try:
+        if s.unavailable:
+            return _after_unavailable_source(s)
         if s.unlocked:
             return _after_lock_failure(s)
         if s.lock_failed:
@@ -236,6 +257,32 @@ def _interpreter(s: Situation, python: str) -> str:
 def older_pythons(python: str) -> list[str]:
     """The CPython versions pyrepro targets that are older than ``python``, oldest first."""
     return [v for v, _d in RELEASES if version_key(v) < version_key(python)]
+
+
+# ---------------------------------------------------------------------------- extra sources
+
+def _after_unavailable_source(s: Situation) -> Move:
+    """A git dependency pinned to a commit that cannot be fetched here (catkit, corpus8 dev:
+    ``git+https://gitlab.com/ase/ase.git@d441dd6``) whose name the index has releases of: the
+    index's distribution instead, relocked by the submission's date when it has one, so the
+    release of that time (rule ``source-to-index``, once per source). A name the index does not
+    have stays a source, and the build stops saying where to put its checkout."""
+    done = {mod for m in s.moves if m.kind == "source" for mod in m.modules}
+    names = [n for n, _r, _c in s.unavailable if n not in done]
+    if not names or not s.online:
+        return GiveUp("" if s.online else "offline: the index was not asked for a distribution of that name")
+    asks = tuple(n for n in names if n not in s.facts.releases)
+    if asks:
+        raise _Need(LookUp(releases=asks))
+    missing = [n for n in names if not s.facts.releases[n]]
+    if missing:
+        return GiveUp(f"{', '.join(missing)}: no distribution of that name on the index either")
+    where = "; ".join(f"{n} ({r or 'no repository'} at {c[:12]})" for n, r, c in s.unavailable if n in names)
+    when = ("relocked with nothing newer than the submission's date, so the release of its time" if s.dated else
+            "the submission has no date, so the release the lock takes")
+    reason = (f"the git source{'s' if len(names) > 1 else ''} {where} cannot be fetched here, and the index has "
+              f"releases of {', '.join(names)}: {when} (rule source-to-index; the commit's own code may differ)")
+    return SourceToIndex(tuple(names), reason)
 
 
 # ------------------------------------------------------------------------------------ lock

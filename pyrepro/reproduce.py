@@ -428,7 +428,7 @@ def _repair_lock(spec: Any, outcome: Any, paths: Paths, rec: dict[str, Any], mov
 
 def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple[str, str], ...] = (),
                imports: tuple[tuple[str, str, str], ...] = (), unlocked: tuple[tuple[str, str], ...] = (),
-               lock_failed: str = "") -> Any:
+               lock_failed: str = "", unavailable: tuple[tuple[str, str, str], ...] = ()) -> Any:
     """What the repair planner needs to know of ``spec`` and its lock record (``repair.Situation``)."""
     from pyrepro import lock, repair
     from pyrepro.evidence import NO_EVIDENCE
@@ -463,7 +463,8 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
                             unlocked=tuple(unlocked), lock_failed=lock_failed,
                             imports=tuple(imports), notes=spec.notes or "", moves=tuple(moves),
                             absent={m: why for m, why in absent.items() if why}, provided=provided,
-                            installed=installed, unimported=_unimported_only(spec, sdists))
+                            installed=installed, unimported=_unimported_only(spec, sdists),
+                            unavailable=tuple(unavailable))
 
 
 def _recorded_step(step: dict[str, Any]) -> str:
@@ -552,7 +553,8 @@ def plan(situation: Any, *, index: Any, runner: Runner = proc.run, before: Any =
                           for p, v, py in move.has_wheel},
             "uploaded": {(p, v): index.uploaded(p, v) if index is not None else None for p, v in move.uploads},
             "interpreters": {}, "providers": {},
-            "next_release": {}}
+            "next_release": {},
+            "releases": {n: tuple(index.releases_by(n)) if index is not None else () for n in move.releases}}
         for key in move.next_release:
             from pyrepro.providers import next_release
 
@@ -659,7 +661,7 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
     records (pins or a Python in model.toml with their reasons, relock, rebuild) until the planner
     gives up or the stage passes."""
     from pyrepro import lock, repair
-    from pyrepro.errors import BuildError, ResolutionError, SdistBuildError
+    from pyrepro.errors import BuildError, ResolutionError, SdistBuildError, SourceUnavailableError
     from pyrepro.registry import parse_model
 
     name = spec.name
@@ -683,6 +685,28 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                 stages.append(Stage("build", "ok", clock() - t0, f"environment {built.env_key[:12]} (Python {built.python})"
                                     + (f"; after sdists that did not build: {'; '.join(replaced)}" if replaced else "")))
                 break
+            except SourceUnavailableError as exc:
+                move = plan(_situation(spec, online=online, moves=moves, unavailable=(exc.source,)), index=index,
+                            runner=runner)
+                if not isinstance(move, repair.SourceToIndex):
+                    stages.append(Stage("build", "failed", clock() - t0,
+                                        gist(str(exc)) + (f" ({move.reason})" if getattr(move, "reason", "") else ""),
+                                        _next_step(exc, _BUILD_FIX)))
+                    return done(exc)
+                new, relocked_src = _relock_or_restore(
+                    spec, lambda mv=move: lock.persist_source_to_index(lock.LockRequest.from_spec(spec), mv.names,
+                                                                      mv.reason),
+                    paths, runner=runner, progress=progress, lock_timeout=_lock_timeout(rec, lock_timeout),
+                    start="date-bounded" if spec.submitted is not None else None)
+                moves.append(repair.Moved("source", "build", ok=new is not None, modules=move.names))
+                if new is None:
+                    stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)) + f" ({move.reason}; that "
+                                        "relock found no lock)", _next_step(exc, _BUILD_FIX)))
+                    return done(exc)
+                rec.setdefault("relaxed", []).append(f"{', '.join(move.names)} from the index: {move.reason}")
+                replaced.append(f"git source {', '.join(move.names)} -> the index's")
+                spec = new
+                continue
             except SdistBuildError as exc:
                 move = plan(_situation(spec, online=online, moves=moves, sdists=exc.packages), index=index,
                             runner=runner)

@@ -748,6 +748,82 @@ def test_reproduce__undated_sdist_that_does_not_build__relocked_by_its_upload_da
     assert doc["python"] == "3.10"
 
 
+def test_reproduce__git_source_not_available_here__the_index_release_of_its_date_then_built(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """catkit (corpus8 dev): requirements.txt pins ``git+https://gitlab.com/ase/ase.git@<commit>``,
+    which cannot be fetched here; the index has ase. The source gives way to the index's ase
+    (rule source-to-index), relocked by the submission's date, and the build goes on. Offline, or a
+    name the index lacks, the build stops as before, naming the source."""
+    import tomllib
+
+    from pyrepro import interpreters as interp
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+
+    commit = "d441dd6a1c71a2e1a925043e6974a9b3ae961854"
+    root = write_files({"sub/run.py": "import ase\n",
+                        "sub/requirements.txt": f"git+https://gitlab.com/ase/ase.git@{commit}#egg=ase\n",
+                        "sub/environment.yml": "dependencies:\n  - python=3.10\n",
+                        "sub/metadata.json": json.dumps({"date_submitted": "06-01-2019"})})
+    listing = {"files": [{"filename": "ase-3.17.0.tar.gz", "url": "u", "upload-time": "2018-11-23T10:00:00Z"},
+                         {"filename": "ase-3.22.1-py3-none-any.whl", "url": "u",
+                          "upload-time": "2021-12-01T10:00:00Z"}]}
+    monkeypatch.setattr("pyrepro.index._urllib_fetch",
+                        lambda url: json.dumps(listing).encode() if url.rstrip("/").endswith("/ase") else None)
+    starts: list[str | None] = []
+    seen_deps: list[tuple[str, ...]] = []
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        starts.append(kw.get("start"))
+        seen_deps.append(tuple(e.name for e in spec.extra_sources))
+        return lock.LockOutcome(spec.name, 2 if kw.get("start") else 1, kw.get("start") or "as-declared", (), (), (),
+                                (), (), (), 1.0, spec.python, ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock",
+                                spec.dir / "lock.toml", "ok")
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        for e in spec.extra_sources:  # the real look-up: nothing is there
+            local._extra_source_dir(e.name, e.commit, paths, e.repository)
+        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
+                          "s" * 20, paths.cache / "launch", "3.10.13", True, True, 0.1)
+
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(interp, "find_python", lambda v, runner=None: Path(f"/usr/bin/python{v}"))
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["ase"])
+    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [("ase", "ok", "")])
+    offline = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=False)
+    build = next(s for s in offline.stages if s.name == "build")
+    assert build.status == "failed" and f"extra source ase@{commit[:12]} is not available" in build.detail
+    assert "offline" in build.detail and starts == [None]
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=True)
+    assert res.error is None and next(s for s in res.stages if s.name == "build").status == "ok"
+    assert starts[-1] == "date-bounded" and seen_deps[-1] == ()
+    doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
+    assert "extra_sources" not in doc and "rule source-to-index" in doc["notes"]
+    assert "ase" in doc["dependencies"]["scanned"] + doc["dependencies"]["extra"]
+    assert "ase" in (project / "models" / "sub" / "pyproject.toml").read_text()
+    assert any("rule source-to-index" in r for r in res.relaxed)
+
+
+def test_source_to_index__planner__once_per_source_and_only_for_names_the_index_has() -> None:
+    from dataclasses import replace
+
+    from pyrepro import repair
+
+    src = ("ase", "https://gitlab.com/ase/ase.git", "d" * 40)
+    s = repair.Situation(python="3.10", python_stated=True, python_reason="", strategy="as-declared", dated=True,
+                         unavailable=(src,))
+    assert repair.next_move(s) == repair.LookUp(releases=("ase",))
+    known = replace(s, facts=repair.Facts(releases={"ase": (("3.17.0", "2018-11-23"),)}))
+    move = repair.next_move(known)
+    assert isinstance(move, repair.SourceToIndex) and move.names == ("ase",)
+    assert "gitlab.com/ase/ase.git at dddddddddddd" in move.reason and "submission's date" in move.reason
+    assert isinstance(repair.next_move(replace(known, moves=(repair.Moved("source", "build", modules=("ase",)),))),
+                      repair.GiveUp)
+    lacking = replace(s, facts=repair.Facts(releases={"ase": ()}))
+    assert "no distribution of that name" in repair.next_move(lacking).reason  # type: ignore[union-attr]
+
+
 def _lock_outcome(spec: Any, failed: Any = None) -> Any:
     """A fake lock_model result: category 4 with the failed attempt ``failed``, else category 1."""
     if failed is not None:

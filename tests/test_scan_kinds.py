@@ -238,6 +238,20 @@ def test_scan__pip_install_lines__located_declarations(write_files: Write,
     assert "xgboost" in out["unused_declared"]
 
 
+def test_scan__pip_install_written_as_prose__its_words_never_names(write_files: Write, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """catkit (corpus8 dev): a comment "# pip install pathlib2 and is in" declared and, is, in; a
+    README sentence joins two names with "and" and goes on in English."""
+    root = write_files({
+        "hub/organize.py": "# pip install pathlib2 and is in\nimport pathlib2\nimport torch\n",
+        "README.md": "Run `pip install torch and torchvision to get started`.\n",
+    }, tmp_path / "prose")
+    out = scan_json(root, capsys)
+    names = {d["name"] for d in out["declarations"]}
+    assert "pathlib2" in names and not names & {"and", "is", "in", "to", "get", "started"}
+    assert {"torch", "torchvision"} <= names
+
+
 def test_scan__pip_install_of_a_cloned_folder__never_a_pypi_name(write_files: Write,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """nequip_mlearn: `!git clone .../allegro.git` then `!pip install allegro/`. PyPI's 'allegro'

@@ -41,6 +41,7 @@ from pyrepro.errors import (
     NotFoundError,
     PyreproError,
     SdistBuildError,
+    SourceUnavailableError,
 )
 from pyrepro.interpreters import find_python, first_patch, version_key
 from pyrepro.paths import Paths
@@ -193,7 +194,7 @@ def _commit_dir(tmp: Path, final: Path) -> None:
             raise
 
 
-def _extra_source_dir(name: str, commit: str, paths: Paths) -> Path:
+def _extra_source_dir(name: str, commit: str, paths: Paths, repository: str = "") -> Path:
     """Where an extra (git) source is found: ``$PYREPRO_EXTRA_SOURCES/<name>-<commit>`` or the cache."""
     candidates = []
     env = os.environ.get("PYREPRO_EXTRA_SOURCES")
@@ -204,8 +205,9 @@ def _extra_source_dir(name: str, commit: str, paths: Paths) -> Path:
     for c in candidates:
         if c.is_dir():
             return c
-    raise NotFoundError(
+    raise SourceUnavailableError(
         f"extra source {name}@{commit[:12]} is not available offline (looked in {', '.join(map(str, candidates))})",
+        source=(name, repository, commit),
         hint=f"put a checkout of that commit at {candidates[-1]} (e.g. 'git clone ... && git checkout {commit}'), "
              "or set PYREPRO_EXTRA_SOURCES to a folder holding <name>-<commit>/")
 
@@ -296,7 +298,8 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
         # final path just before the rename. pyrepro itself only calls 'bin/python -m ...'.
         make_venv(python, spec.python, tmp, paths, runner=runner)
         progress.advance(label, 1, "venv")
-        extra_pkgs = [_extra_source_dir(e.name, e.commit, paths) for e in spec.extra_sources if e.install == "package"]
+        extra_pkgs = [_extra_source_dir(e.name, e.commit, paths, e.repository) for e in spec.extra_sources
+                      if e.install == "package"]
         # The lock decides every version: a host-wide pip constraint (a machine capping torch in
         # /etc/xdg/pip) must not make a hash-checked install of the lock impossible.
         env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1", "PIP_CONSTRAINT": os.devnull}
@@ -652,8 +655,8 @@ def stage_source(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None,
         patches.apply_series(series, pristine, tmp / "src", runner=runner)
         for e in spec.extra_sources:
             if e.install == "tree":
-                shutil.copytree(_extra_source_dir(e.name, e.commit, paths), tmp / "src" / e.name, symlinks=True,
-                                ignore=shutil.ignore_patterns(".git"))
+                shutil.copytree(_extra_source_dir(e.name, e.commit, paths, e.repository), tmp / "src" / e.name,
+                                symlinks=True, ignore=shutil.ignore_patterns(".git"))
         shutil.copytree(RUNTIME_DIR, tmp / "runtime", ignore=shutil.ignore_patterns("__pycache__"))
         (tmp / COMPLETE).write_text(json.dumps({"name": spec.name, "key": key,
                                                 "patches": [p.path.name for p in series]}) + "\n")

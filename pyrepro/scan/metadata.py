@@ -1226,6 +1226,18 @@ _PIP_OPTS_WITH_VALUE = {"-r", "--requirement", "-c", "--constraint", "-i", "--in
                         "--cache-dir", "--log", "--proxy", "--retries", "--timeout", "--upgrade-strategy"}
 
 
+# An install line written as prose (a comment "# pip install pathlib2 and is in", a README sentence
+# "pip install torch and torchvision to run the notebooks"): its conjunctions join two names and
+# are skipped; any other English function word ends the requirements (catkit, corpus8 dev: "and",
+# "is" and "in" had become requirements). No distribution of these names is meant by anyone.
+_PROSE_JOINS = frozenset({"and", "or", "plus", "&"})
+_PROSE_ENDS = frozenset({
+    "is", "in", "to", "then", "the", "with", "for", "if", "from", "of", "on", "via", "first", "also", "will",
+    "should", "must", "as", "you", "it", "this", "that", "are", "be", "using", "before", "after", "which", "we",
+    "can", "not", "into", "so", "but", "when", "where", "your", "our", "a", "an", "see", "etc", "e.g.", "i.e.",
+})
+
+
 def pip_install_requirements(argv: tuple[str, ...], path: str, line: int | None, cell: int | None = None,
                              ) -> tuple[list[Declared], list[tuple[str, int | None, str]]]:
     """Declarations of a ``pip install ...`` command line (argv starting at ``pip``): each
@@ -1238,6 +1250,11 @@ def pip_install_requirements(argv: tuple[str, ...], path: str, line: int | None,
     i = 0
     while i < len(args):
         a = args[i]
+        if a.lower() in _PROSE_JOINS:
+            i += 1
+            continue
+        if a.lower().rstrip(".,:;") in _PROSE_ENDS:
+            break
         if a in ("-r", "--requirement"):
             if i + 1 < len(args):
                 warnings.append((path, line, f"pip install -r {args[i + 1]}: scan that requirements file too"))

@@ -38,7 +38,7 @@ from pyrepro.interpreters import (  # noqa: F401 (re-exported)
     settled_pythons,
     version_key,
 )
-from pyrepro.scan.metadata import README_NAMES, readme_commands
+from pyrepro.scan.metadata import README_NAMES, is_conda_environment, readme_commands
 from pyrepro.scan.shell import is_dockerfile, logical_lines
 from pyrepro.types import Location
 
@@ -107,7 +107,8 @@ def python_evidence(folder: Path, *, python2: Sequence[Location] = ()) -> tuple[
     for p in files:
         name = p.name.lower()
         rel = _rel(p, root)
-        if name in ("environment.yml", "environment.yaml") or (name.endswith((".yml", ".yaml")) and "env" in name):
+        if name in ("environment.yml", "environment.yaml") or (name.endswith((".yml", ".yaml")) and (
+                "env" in name or is_conda_environment("\n".join(_lines(p))))):
             for n, line in enumerate(_lines(p), 1):
                 r = re.match(r"^\s*-?\s*python\s*((?:>=|>|<=|<|!=)[^#\s]*(?:\s*,\s*[<>=!~]=?[^#\s,]*)*)", line)
                 if r:  # a range (`python>=3.6`) bounds the choice; it states no version
@@ -410,7 +411,7 @@ def _yaml_date(folder: Path) -> tuple[dt.date | None, str]:
     """The date a model-metadata YAML file at the folder's top states (Matbench Discovery's
     ``<model>.yml`` ``date_added``). A folder serving several models has one file each: the newest
     date is taken, because a date bound there still admits every older file's pins."""
-    from pyrepro.scan.metadata import parse_metadata_yml, parser_for, yaml_top
+    from pyrepro.scan.metadata import parse_any_yml, parser_for, yaml_top
 
     found: list[tuple[dt.date, str]] = []
     try:
@@ -418,12 +419,13 @@ def _yaml_date(folder: Path) -> tuple[dt.date | None, str]:
     except OSError:
         return None, ""
     for p in files:
-        if parser_for(p.name) is not parse_metadata_yml:
-            continue  # a conda environment file states no date
         try:
-            top = yaml_top(p.read_text(encoding="utf-8", errors="replace"), set(YAML_DATE_KEYS))
+            text = p.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
+        if parser_for(p.name) is not parse_any_yml or is_conda_environment(text):
+            continue  # a conda environment file states no date
+        top = yaml_top(text, set(YAML_DATE_KEYS))
         for key in YAML_DATE_KEYS:
             raw = top.get(key)
             if isinstance(raw, str):

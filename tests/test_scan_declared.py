@@ -454,11 +454,27 @@ def test_yaml_top__block_flow_quoted_comments__located_values() -> None:
     assert top["seq"] == ["one", {"two": "2", "three": "3"}]
 
 
-@pytest.mark.parametrize("name,parser", [("megnet.yml", "parse_metadata_yml"), ("metadata.yaml", "parse_metadata_yml"),
+@pytest.mark.parametrize("name,parser", [("megnet.yml", "parse_any_yml"), ("metadata.yaml", "parse_any_yml"),
                                          ("environment.yml", "parse_environment_yml"),
                                          ("conda-env.yaml", "parse_environment_yml")])
 def test_parser_for__yaml__environment_or_model_metadata(name: str, parser: str) -> None:
     assert metadata.parser_for(name) is getattr(metadata, parser)
+
+
+def test_yaml_of_any_name__a_conda_environment_by_its_content(write_files, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """deepdta (corpus8 dev): ``deepdta.yml`` is a conda environment (python=3.6, keras==2.1.6);
+    read as model metadata it declared nothing and the Python fell to the newest."""
+    env = "name: deepdta\nchannels:\n  - defaults\ndependencies:\n  - python=3.6\n  - keras==2.1.6\n" \
+          "  - scikit-learn==0.22\n"
+    ms = metadata.parse_any_yml(env, "deepdta.yml")
+    assert {(d.name, d.spec) for d in ms.declared} == {("keras", "keras==2.1.6"), ("scikit-learn", "scikit-learn==0.22")}
+    meta = metadata.parse_any_yml("model_name: x\nrequirements:\n  torch: 1.13.0\n", "megnet.yml")
+    assert [d.name for d in meta.declared] == ["torch"]
+    from pyrepro import evidence
+
+    root = write_files({"run.py": "import keras\n", "deepdta.yml": env}, tmp_path / "deepdta")
+    found = evidence.python_evidence(root)
+    assert [(e.version, str(e.location)) for e in found] == [("3.6", "deepdta.yml:5")]
 
 
 def test_parse_metadata_yml__conda_recipe__only_run_requirements() -> None:

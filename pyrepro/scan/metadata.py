@@ -1216,8 +1216,23 @@ def parser_for(path: str) -> Callable[[str, str], MetaScan] | None:
     if name.endswith(".txt") and ("requirement" in name or "/requirements/" in f"/{path.lower()}"):
         return parse_any_requirements_txt
     if name.endswith((".yml", ".yaml")):
-        return parse_environment_yml if re.search(r"env|conda", name) else parse_metadata_yml
+        return parse_environment_yml if re.search(r"env|conda", name) else parse_any_yml
     return None
+
+
+_CONDA_TOP = re.compile(r"^dependencies\s*:", re.M)
+
+
+def is_conda_environment(text: str) -> bool:
+    """A YAML text with a top-level ``dependencies:`` key: a conda environment file, whatever its
+    name (deepdta's ``deepdta.yml``, RoseTTAFold's ``RoseTTAFold-linux.yml``, corpus8 dev)."""
+    return _CONDA_TOP.search(text) is not None
+
+
+def parse_any_yml(text: str, path: str) -> MetaScan:
+    """A YAML file not named for an environment: a conda environment file by its content
+    (``is_conda_environment``), else model metadata."""
+    return parse_environment_yml(text, path) if is_conda_environment(text) else parse_metadata_yml(text, path)
 
 
 _PIP_OPTS_WITH_VALUE = {"-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url",

@@ -252,6 +252,34 @@ def test_scan__pip_install_written_as_prose__its_words_never_names(write_files: 
     assert {"torch", "torchvision"} <= names
 
 
+def test_scan__a_lock_file_beside_the_project_file__its_versions_for_the_declared_ranges(
+        write_files: Write, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """summit (corpus8 dev): a poetry project with its poetry.lock; ``torch = "^1.4.0"`` was
+    resolved by the authors to 1.7.1, which is what the lock says. Packages only the lock has, and
+    development ones, declare nothing; Pipfile.lock serves a Pipfile the same way."""
+    root = write_files({
+        "pyproject.toml": '[tool.poetry]\nname = "s"\n[tool.poetry.dependencies]\npython = "^3.7"\n'
+                          'torch = "^1.4.0"\nnumpy = "*"\nrequests = "2.0.0"\n',
+        "poetry.lock": '[[package]]\nname = "torch"\nversion = "1.7.1"\ncategory = "main"\n\n'
+                       '[[package]]\nname = "NumPy"\nversion = "1.19.5"\ncategory = "main"\n\n'
+                       '[[package]]\nname = "requests"\nversion = "2.1.0"\ncategory = "main"\n\n'
+                       '[[package]]\nname = "six"\nversion = "1.15.0"\ncategory = "main"\n\n'
+                       '[[package]]\nname = "pytest"\nversion = "6.2.1"\ncategory = "dev"\n',
+        "run.py": "import torch\nimport numpy\nimport requests\n",
+        "sub/Pipfile": '[packages]\npandas = ">=1.0"\n',
+        "sub/Pipfile.lock": json.dumps({"_meta": {}, "default": {"pandas": {"version": "==1.1.5"}},
+                                        "develop": {"black": {"version": "==20.8b1"}}}, indent=4),
+    }, tmp_path / "poetry")
+    out = scan_json(root, capsys)
+    decl = {d["name"]: d for d in out["declarations"]}
+    assert set(decl) == {"torch", "numpy", "requests", "pandas"}
+    assert decl["torch"]["spec"] == "torch==1.7.1" and decl["torch"]["location"] == {
+        "path": "poetry.lock", "line": 2, "cell": None}
+    assert decl["numpy"]["spec"] == "numpy==1.19.5"
+    assert decl["requests"]["spec"] == "requests==2.0.0" and decl["requests"]["location"]["path"] == "pyproject.toml"
+    assert decl["pandas"]["spec"] == "pandas==1.1.5" and decl["pandas"]["location"]["path"] == "sub/Pipfile.lock"
+
+
 def test_scan__pip_install_of_a_cloned_folder__never_a_pypi_name(write_files: Write,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """nequip_mlearn: `!git clone .../allegro.git` then `!pip install allegro/`. PyPI's 'allegro'

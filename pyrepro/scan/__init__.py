@@ -985,10 +985,40 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
             f"{', ...' if len(py2_files) > 3 else ''}) beside Python 3 code ({python3[0].location}: "
             f"{python3[0].message}): taken as leftovers, not as the submission's Python")))
         python2 = []
+    declared = _refined_by_locks(declared)
     local = tuple(LocalModule(m, p, tuple(sorted(set(locs), key=_loc_key))) for m, (p, locs) in sorted(local_locs.items()))
     return Classified(tuple(third), local, _tree_modules(walked.all_files),
                       tuple(python2), tuple(warnings), tuple(tools), tuple(entries), tuple(declared), n_files, n_lines,
                       tuple(uses), tuple(unreadable), "__init__.py" in walked.all_files)
+
+
+_LOCKED_PROJECTS = frozenset({"pyproject.toml", "pipfile"})
+
+
+def _refined_by_locks(declared: list[meta.Declared]) -> list[meta.Declared]:
+    """A lock file beside a project file (poetry.lock beside pyproject.toml, Pipfile.lock beside
+    Pipfile) holds the versions the authors resolved: a requirement that project file declares
+    with a range (``torch = "^1.4.0"``) takes the locked version, located at the lock file's line
+    (its marker kept). Exact pins and URLs stay; lock entries declare nothing themselves."""
+    locks: dict[str, dict[str, meta.Declared]] = {}
+    for d in declared:
+        if d.locked:
+            locks.setdefault(d.path.rpartition("/")[0], {}).setdefault(d.name, d)
+    if not locks:
+        return declared
+    out: list[meta.Declared] = []
+    for d in declared:
+        if d.locked:
+            continue
+        folder, _, fname = d.path.rpartition("/")
+        lk = locks.get(folder, {}).get(d.name)
+        head, _, marker = d.spec.partition(";")
+        if lk is None or fname.lower() not in _LOCKED_PROJECTS or "@" in head or re.search(r"===?", head):
+            out.append(d)
+            continue
+        spec = f"{lk.spec}; {marker.strip()}" if marker.strip() else lk.spec
+        out.append(dataclasses.replace(d, spec=spec, path=lk.path, line=lk.line))
+    return out
 
 
 def weigh_commented(declared: Sequence[meta.Declared], imported: set[str]

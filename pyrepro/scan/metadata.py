@@ -46,6 +46,7 @@ class Declared:
     cell: int | None = None  # notebook cell of a ``%pip install`` line
     commented: bool = False  # from an install line kept as a comment (weaker: see scan.weigh_commented)
     doc: int | None = None  # from a README or a conda export: its command's or list's line (weaker, like commented)
+    locked: bool = False  # a lock file's resolution (poetry.lock): it refines declarations, declares nothing
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"name": self.name, "spec": self.spec,
@@ -1047,6 +1048,40 @@ def parse_pipfile(text: str, path: str) -> MetaScan:
     return MetaScan(tuple(out), tuple(warnings))
 
 
+def parse_lock_file(text: str, path: str) -> MetaScan:
+    """The exact versions a lock file beside a project file resolved (poetry.lock, Pipfile.lock,
+    uv.lock, pdm.lock): ``Declared(locked=True)`` entries, which never declare anything themselves;
+    ``scan.classify`` takes their versions for the requirements the project file beside them
+    declares with a range (summit, corpus8 dev: poetry's ``torch = "^1.4.0"`` resolved to 1.7.1)."""
+    warnings: Warnings = []
+    versions: dict[str, str] = {}
+    if path.lower().endswith(".lock") and not path.lower().endswith("pipfile.lock"):
+        data, warnings = _toml(text, path)
+        if data is None:
+            return MetaScan((), tuple(warnings), unreadable=True)
+        for pkg in data.get("package", []) if isinstance(data.get("package"), list) else []:
+            if isinstance(pkg, dict) and isinstance(pkg.get("name"), str) and isinstance(pkg.get("version"), str):
+                if str(pkg.get("category", "main")) != "main":
+                    continue  # poetry < 1.5's development packages
+                versions.setdefault(canonicalize_name(pkg["name"]), pkg["version"])
+    else:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            return MetaScan((), ((path, getattr(exc, "lineno", None), f"not JSON ({exc}); its versions not read"),),
+                            unreadable=True)
+        default = data.get("default") if isinstance(data, dict) else None
+        for name, val in default.items() if isinstance(default, dict) else []:
+            v = val.get("version") if isinstance(val, dict) else None
+            if isinstance(v, str) and v.startswith("=="):
+                versions[canonicalize_name(name)] = v[2:]
+    out = []
+    for name, version in versions.items():
+        line = _line_of(text, f'name = "{name}"') or _line_of(text, f'"{name}"')
+        out.append(Declared(name, f"{name}=={version}", path, line, locked=True))
+    return MetaScan(tuple(out), tuple(warnings))
+
+
 def parse_setup_cfg(text: str, path: str) -> MetaScan:
     """``[options] install_requires`` of a setup.cfg (one requirement per line)."""
     import configparser
@@ -1199,7 +1234,9 @@ def parse_readme(text: str, path: str) -> MetaScan:
 PARSERS = {"metadata.json": parse_software_used, "info.json": parse_info_json,
            "environment.yml": parse_environment_yml, "environment.yaml": parse_environment_yml,
            "requirements.txt": parse_requirements_txt, "pyproject.toml": parse_pyproject,
-           "pipfile": parse_pipfile, "setup.cfg": parse_setup_cfg, "setup.py": parse_setup_py}
+           "pipfile": parse_pipfile, "setup.cfg": parse_setup_cfg, "setup.py": parse_setup_py,
+           "poetry.lock": parse_lock_file, "pipfile.lock": parse_lock_file, "uv.lock": parse_lock_file,
+           "pdm.lock": parse_lock_file}
 
 
 def parser_for(path: str) -> Callable[[str, str], MetaScan] | None:

@@ -633,11 +633,31 @@ def check_imports(spec: ModelSpec, built: BuiltModel, *, modules: Sequence[str] 
     # in an empty folder of its own: ``python -c`` puts the working directory first on sys.path, so
     # the caller's folder would lend its own modules (a checkout's models/ answered LocalRetro's
     # missing 'models'), and an import that writes a file (automatminer's log) would write there
-    with tempfile.TemporaryDirectory(prefix="pyrepro-imports-") as work:
-        done = runner([str(built.env_dir / "bin" / "python"), "-c", _import_probe(), json.dumps(req)],
-                      env=env, check=False, timeout=1800, cwd=Path(work))
-    try:
-        rows = json.loads(done.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+    def probe(request: dict[str, Any]) -> tuple[list[tuple[str, str, str]] | None, Any]:
+        with tempfile.TemporaryDirectory(prefix="pyrepro-imports-") as work:
+            done = runner([str(built.env_dir / "bin" / "python"), "-c", _import_probe(), json.dumps(request)],
+                          env=env, check=False, timeout=1800, cwd=Path(work))
+        try:
+            return [(r[0], r[1], r[2]) for r in json.loads(done.stdout.strip().splitlines()[-1])], done
+        except (ValueError, IndexError, TypeError):
+            return None, done
+
+    rows, done = probe(req)
+    if rows is not None:
+        return rows
+    if not req["modules"] or (len(req["modules"]) == 1 and req.get("distributions")):
         return [("*", "error", f"import probe failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")]
-    return [(r[0], r[1], r[2]) for r in rows]
+    if len(req["modules"]) == 1:
+        return [(req["modules"][0], "error", f"the interpreter died importing it (exit {done.returncode}): "
+                                             f"{done.stderr.strip()[-240:]}")]
+    # the interpreter itself died (exit -6: tensorflow and torch of rosettafold, corpus8 dev, abort
+    # when imported into one process): each module in a process of its own, so the one that
+    # kills it is named and the others are still checked (the model's scripts import them apart)
+    together = f"imported alone: all together, the interpreter died (exit {done.returncode})"
+    out: list[tuple[str, str, str]] = []
+    for mod in req["modules"]:
+        one, alone = probe({"modules": [mod], "folders": {k: v for k, v in req["folders"].items() if k == mod}})
+        out += [(m, st, msg or together) for m, st, msg in one] if one is not None else [
+            (mod, "error", f"the interpreter died importing it (exit {alone.returncode}): "
+                           f"{alone.stderr.strip()[-240:]}")]
+    return out

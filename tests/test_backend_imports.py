@@ -128,3 +128,32 @@ def test_check_imports__module_a_distribution_ships_in_a_sys_path_folder__import
     rows = run.check_imports(spec, built, modules=["sascorer", "npscorer"])
     assert rows[0] == ("sascorer", "ok", "") and rows[1][0] == "npscorer" and rows[1][1] == "error"
     json.dumps(rows)
+
+
+def test_check_imports__the_interpreter_dies__each_module_alone_and_the_killer_named(tmp_path: Path) -> None:
+    """rosettafold (corpus8 dev): tensorflow and torch imported into one process abort it (exit -6),
+    and the whole check came back as one unreadable row '*'. Each module then runs in a process of
+    its own: those that import alone pass (said so), one that kills the interpreter by itself is
+    named."""
+    import sys
+
+    from pyrepro.backends import BuiltModel
+
+    env, rt = tmp_path / "env", tmp_path / "rt"
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "python").symlink_to(sys.executable)
+    rt.mkdir()
+    (rt / "flags_a.py").write_text("X = 1\n")
+    (rt / "flags_b.py").write_text("import os, sys\nif 'flags_a' in sys.modules:\n    os.abort()\n")
+    (rt / "always_dies.py").write_text("import os\nos.abort()\n")
+    built = BuiltModel("m", "local", env, "k" * 20, tmp_path / "src", rt, "s" * 20, tmp_path / "l",
+                       "3.11.9", True, True, 0.0)
+    spec = load_registry(SC / "models").get("mini")
+    rows = run.check_imports(spec, built, modules=["flags_a", "flags_b", "json"])
+    assert [(m, st) for m, st, _ in rows] == [("flags_a", "ok"), ("flags_b", "ok"), ("json", "ok")], rows
+    assert "all together, the interpreter died (exit -6)" in rows[0][2]
+    rows = run.check_imports(spec, built, modules=["json", "always_dies"])
+    assert rows[0][:2] == ("json", "ok")
+    assert rows[1][:2] == ("always_dies", "error") and "the interpreter died importing it (exit -6)" in rows[1][2]
+    one = run.check_imports(spec, built, modules=["always_dies"])
+    assert one[0][:2] == ("always_dies", "error") and "the interpreter died importing it (exit -6)" in one[0][2]

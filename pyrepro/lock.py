@@ -140,6 +140,9 @@ class LockRequest:
     model_toml: Path | None = None
     #: distributions the code imports (model.toml's ``scanned``); None: not known
     imported: frozenset[str] | None = None
+    #: what earlier relaxations and repairs left in model.toml (auto-relaxed pins, dropped names):
+    #: a lock of that set is not the submission's as declared (category 2 at least)
+    carried: tuple[str, ...] = ()
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> LockRequest:
@@ -152,8 +155,11 @@ class LockRequest:
             fidelity.append(f"{es.name} is a git source ({es.repository}@{es.commit[:8]}), not in the lock; "
                             "its declared dependencies are locked instead")
         imported = frozenset(relax.req_name(r) for r in spec.dependencies.scanned)
+        carried = tuple(f"{p.name}{p.spec}" for p in spec.dependencies.pins if p.reason.startswith(AUTO_REASON)) + \
+            tuple(f"{d} dropped" for d in spec.dependencies.dropped)
         return cls(name=spec.name, project_dir=spec.dir, python=spec.python, submitted=spec.submitted,
-                   overrides=reviewed, fidelity=tuple(fidelity), model_toml=spec.path, imported=imported)
+                   overrides=reviewed, fidelity=tuple(fidelity), model_toml=spec.path, imported=imported,
+                   carried=carried)
 
 
 # --------------------------------------------------------------------------- pyproject / hash
@@ -555,10 +561,12 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     lock_data = tomllib.loads(result.lock_text)
     targets = tuple(t.get("platform", "") for t in lock_data.get("metadata", {}).get("targets", []))
     drift = compute_drift(declared, steps, locked, where)
-    category = 2 if steps or bound_moves or strategy == "date-bounded" else 1
+    category = 2 if steps or bound_moves or strategy == "date-bounded" or req.carried else 1
     if req.overrides:
         category = 3
     fidelity = list(req.fidelity)
+    if req.carried:
+        fidelity.append(f"locked with what earlier automatic relaxations left in model.toml: {', '.join(req.carried)}")
     if by_pip:
         fidelity.append(piplock.FIDELITY.format(python=req.python))
     if isinstance(move, lockplan.Locked) and move.attempt.resolver == "uv":

@@ -121,6 +121,7 @@ class Situation:
     # module -> (distribution, locked version) providing each module whose import failed (as far
     # as the name table and the lock tell)
     installed: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    locked: Mapping[str, str] = field(default_factory=dict)  # distribution -> its locked version
     moves: tuple[Moved, ...] = ()
     facts: Facts = field(default_factory=Facts)
     # extra (git) sources of model.toml the build could not find here: (name, repository, commit)
@@ -171,6 +172,7 @@ class PinProvider:
     before: str  # the locked version that failed
     version: str  # the release moved to
     reason: str
+    rule: str = "provider-next-release"  # or "lockstep"
 
 
 @dataclass(frozen=True)
@@ -680,6 +682,9 @@ def _after_imports(s: Situation) -> Move:
     move = _provider_next_release(s, inside)
     if move is not None:
         return move
+    move = _lockstep(s, inside)
+    if move is not None:
+        return move
     if era_open:
         # newest releases mixed with the submission's old pins (cdvae_model: pandas 1.5.3 beside
         # numpy 2.4 fails with "numpy.dtype size changed"): nothing newer than the submission's date
@@ -712,6 +717,36 @@ def _after_imports(s: Situation) -> Move:
         hint = ("pin the failing distribution to a release of the submission's time in model.toml "
                 "([[dependencies.pins]]), relock and rerun")
     return GiveUp(f"{len(bad)} of {len(s.imports)} modules fail to import: {first[0]}: {first[2][:200]}", hint)
+
+
+def _lockstep(s: Situation, inside: list[tuple[str, str, str]]) -> PinProvider | None:
+    """Installed code fails to import inside a distribution released in lockstep with another (the
+    name table's ``[lockstep]``) whose locked version differs: it moves to that same version, once
+    (rule ``lockstep``). A 2020 submission pins jax 0.1.75 and jaxlib 0.1.52; PyPI no longer has that
+    jaxlib, so the lock took the nearest, 0.4.13, and jax 0.1.75 fails ("cannot import name 'pytree'
+    from 'jaxlib'"): jax 0.4.13 is the release made for it. None when that does not apply."""
+    from pyrepro.resolve import lockstep_partner
+
+    done = {d for m in s.moves if m.kind == "lockstep" for d, _v in m.pins}
+    for module, _status, message in inside:
+        got = s.installed.get(module.split(".")[0])
+        partner = lockstep_partner(got[0]) if got else None
+        if got is None or partner is None or got[0] in done:
+            continue
+        dist, version = got
+        other, why = partner
+        want = s.locked.get(other)
+        if not want or want == version:
+            continue
+        if dist not in s.facts.releases:
+            raise _Need(LookUp(releases=(dist,)))
+        if want not in {v for v, _d in s.facts.releases[dist]}:
+            continue
+        reason = (f"{module} fails to import inside {dist} {version} ({message[:160]}); {dist} is released in "
+                  f"lockstep with {other}, locked at {want}: {dist} {want} is the release made for it ({why}) "
+                  f"(rule lockstep)")
+        return PinProvider(module, dist, version, want, reason, rule="lockstep")
+    return None
 
 
 def _imports_older_python(s: Situation, inside: list[tuple[str, str, str]]) -> Move | None:

@@ -441,6 +441,7 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
     absent = {r[0].split(".")[0]: known_absent(r[0]) for r in imports if repair.not_provided(r)}
     provided: dict[str, tuple[str, str]] = {}
     installed: dict[str, tuple[str, str]] = {}
+    locked: dict[str, str] = {}
     if imports:  # the providers pyrepro chose ([mapping] entries of rule import-provider), as locked
         locked = _locked_versions(spec)
         from pyrepro.resolve import Resolver
@@ -463,7 +464,7 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
                             unlocked=tuple(unlocked), lock_failed=lock_failed,
                             imports=tuple(imports), notes=spec.notes or "", moves=tuple(moves),
                             absent={m: why for m, why in absent.items() if why}, provided=provided,
-                            installed=installed, unimported=_unimported_only(spec, sdists),
+                            installed=installed, locked=locked, unimported=_unimported_only(spec, sdists),
                             unavailable=tuple(unavailable))
 
 
@@ -797,12 +798,13 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                         break
                     continue
                 if isinstance(move, repair.PinProvider):
-                    step = relax.Step("provider-next-release", move.distribution, move.distribution,
+                    step = relax.Step(move.rule, move.distribution, move.distribution,
                                       f"{move.distribution}=={move.version}", move.reason, ())
                     new, outcome = _relock_or_restore(
                         spec, lambda st=step: lock.persist_to_model_toml(lock.LockRequest.from_spec(spec), [st]),
                         paths, runner=runner, progress=progress, lock_timeout=_lock_timeout(rec, lock_timeout))
-                    moves.append(repair.Moved("provider-next", "imports", ok=new is not None, modules=(move.module,),
+                    moves.append(repair.Moved("lockstep" if move.rule == "lockstep" else "provider-next", "imports",
+                                              ok=new is not None, modules=(move.module,),
                                               pins=((move.distribution, move.version),)))
                     if new is not None:
                         rec.setdefault("relaxed", []).append(

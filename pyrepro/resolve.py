@@ -107,6 +107,19 @@ def former_name(name: str) -> tuple[str, str] | None:
     return None
 
 
+def lockstep_partner(name: str) -> tuple[str, str] | None:
+    """(the other distribution, reason) of a distribution released in lockstep with another (the
+    name table's ``[lockstep]``, looked up from either side), or None."""
+    key = canonicalize_name(name)
+    for a, entry in _table().get("lockstep", {}).items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("with"), str):
+            continue
+        b = canonicalize_name(entry["with"])
+        if key in (canonicalize_name(a), b):
+            return (b if key == canonicalize_name(a) else canonicalize_name(a)), str(entry.get("reason", ""))
+    return None
+
+
 def conda_system_reason(name: str) -> str | None:
     """Why a conda package (``libgcc-ng``, ``pytorch-cuda``) is no Python distribution, or None:
     the first glob of the [conda_system] table that matches the lower-case name."""

@@ -131,6 +131,22 @@ def test_lock_request__fails_then_date_bound_works__category_2(tmp_path: Path) -
     assert "--exclude-newer-override" not in seen[-2]  # 2023 admits setuptools 40.8.0
 
 
+def test_lock_request__model_toml_carries_earlier_relaxations__never_category_1(tmp_path: Path) -> None:
+    """A relock after a repair (jax moved to 0.4.13 in lockstep with the jaxlib that
+    nearest-release took) succeeds as declared, but what it declares is pyrepro's, not the
+    submission's: category 2, and the record says what was carried."""
+    d = _project(tmp_path, ["six"])
+    runner, _seen = _fake_pdm(0, "")
+    carried = ("jaxlib==0.4.13", "rdkit-pypi dropped")
+    out = lock.lock_request(lock.LockRequest("p", d, "3.10", carried=carried), runner=runner,
+                            python_exe=Path("/usr/bin/python3"))
+    assert out.category == 2 and out.strategy == "as-declared"
+    assert any("jaxlib==0.4.13, rdkit-pypi dropped" in f for f in out.fidelity)
+    plain = lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=_fake_pdm(0, "")[0],
+                              python_exe=Path("/usr/bin/python3"))
+    assert plain.category == 1
+
+
 def test_lock_request__bound_before_2019_02__setuptools_bounded_by_its_legacy_floor(tmp_path: Path) -> None:
     # phoenics-2018: dated 2018-01-22, no setuptools>=40.8.0 (pip's build requirement for a legacy
     # sdist) existed, so pdm could not build seaborn 0.8.1's sdist for its metadata

@@ -535,3 +535,29 @@ def test_sdist__only_unimported_requirements_bring_it__dropped_others_moved_to_w
     # an imported requirement needs it (no entry in unimported): not dropped
     kept = o.answer(replace(s, unimported={}))
     assert not (isinstance(kept, repair.PinWheels) and any(st.rule == "unimported-sdist" for st in kept.steps))
+
+
+def test_imports_inside_a_lockstep_distribution__it_follows_its_partners_locked_version_once() -> None:
+    """A 2020 submission pins jax 0.1.75 and jaxlib 0.1.52; PyPI keeps no jaxlib before 0.4.13, so
+    the lock took 0.4.13 and jax 0.1.75 fails inside itself. The name table's [lockstep] says jax
+    and jaxlib share versions: jax moves to 0.4.13 (rule lockstep), once."""
+    row = ("jax", "error", "ImportError: cannot import name 'pytree' from 'jaxlib'")
+    s = _s(python="3.8", strategy="relaxed", imports=(row, ("numpy", "ok", "")),
+           installed={"jax": ("jax", "0.1.75")}, locked={"jax": "0.1.75", "jaxlib": "0.4.13", "numpy": "1.24.4"})
+    assert repair.next_move(s) == repair.LookUp(releases=("jax",))
+    known = replace(s, facts=repair.Facts(releases={"jax": (("0.4.13", "2023-06-22"), ("0.1.75", "2020-07-29"))}))
+    move = repair.next_move(known)
+    assert isinstance(move, repair.PinProvider) and move.rule == "lockstep"
+    assert (move.distribution, move.before, move.version) == ("jax", "0.1.75", "0.4.13")
+    assert "released in lockstep with jaxlib" in move.reason
+    # once; and not when the partner's version is the same, or the index lacks that release
+    again = replace(known, moves=(repair.Moved("lockstep", "imports", pins=(("jax", "0.4.13"),)),))
+    assert not isinstance(repair.next_move(again), repair.PinProvider)
+    same = replace(known, locked={"jax": "0.1.75", "jaxlib": "0.1.75"})
+    assert not isinstance(repair.next_move(same), repair.PinProvider)
+    lacking = replace(known, facts=repair.Facts(releases={"jax": (("0.1.75", "2020-07-29"),)}))
+    assert not isinstance(repair.next_move(lacking), repair.PinProvider)
+    from pyrepro.resolve import lockstep_partner
+
+    assert lockstep_partner("JAX")[0] == "jaxlib" and lockstep_partner("jaxlib")[0] == "jax"  # type: ignore[index]
+    assert lockstep_partner("numpy") is None

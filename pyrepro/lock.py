@@ -465,10 +465,22 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             lock_env.append(piplock.resolver_python(python_exe, cache_dir(), runner=runner))
         return lock_env[0]
 
+    def _uv_says_no(rs: Sequence[str], bound: str | None) -> tuple[str, float] | None:
+        """uv's no-solution text and its seconds, when uv finds none for a relaxed set (not for Python
+        2, which uv does not resolve); None otherwise."""
+        if by_pip or len(rs) < uvtool.UV_PRECHECK_MIN:
+            return None
+        t_uv = time.monotonic()
+        text = uvtool.precheck(rs, req.python, bound, runner=runner, cache=uvtool.uv_cache(cache_dir()))
+        if text is None or not any(p.kind in ("conflict", "not-found") for p in relax.diagnose(text)):
+            return None
+        return text, time.monotonic() - t_uv
+
     def attempt(move: lockplan.Try) -> lockplan.Tried:
         progress.advance(label, 1, f"{move.strategy}{f' (<= {move.bound})' if move.bound else ''}: pdm lock"
                          if move.step is None and not move.bound_note else move.detail)
         rs = move.requirements
+        said_by = ""  # "uv, before pdm: " when uv's check answered instead of a pdm attempt
         with tempfile.TemporaryDirectory(prefix=f"pyrepro-lock-{req.name}-") as tmp:
             work = Path(tmp)
             (work / "pyproject.toml").write_text(text if rs == declared else with_dependencies(text, rs),
@@ -483,6 +495,10 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                     fits=_admits(req.python, index),
                     content_hash=content_hash(read_pyproject(work / "pyproject.toml")))
                 run = _Run(ok, out, time.monotonic() - t_uv, locked_text, "not locked: uv resolved for x86_64")
+            elif move.strategy == "relaxed" and (quick := _uv_says_no(rs, move.bound)) is not None:
+                # a relaxation step checked by uv first: a set uv finds no resolution for goes on to
+                # the next step in seconds, without a pdm attempt
+                run, said_by = _Run(False, quick[0], quick[1], "", ""), "uv, before pdm: "
             elif by_pip:
                 ok, out, secs, locked_text = piplock.run_pip_lock(
                     work, req.python, pip_python(), runner=runner, timeout=budget,
@@ -512,7 +528,7 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                 why = "" if budget == timeout else " (an as-declared attempt's share of the budget: a " \
                                                    f"{'date-bounded attempt' if era else 'relaxation'} follows)"
                 problems = (relax.Problem("timeout", excerpt=f"timed out after {budget:.0f} s{why}"), *problems)
-        error = "" if run.ok else _trim(run.text)
+        error = "" if run.ok else said_by + _trim(run.text)
         attempts.append(Attempt(move.strategy, rs, run.ok, run.seconds, move.bound, error, problems, run.aarch64))
         runs[len(attempts) - 1] = run
         return lockplan.Tried(move.strategy, rs, move.bound, run.ok, problems, error, resolver=move.resolver)

@@ -353,6 +353,8 @@ def diagnose(text: str) -> tuple[Problem, ...]:
     uv = _uv_conflict(text)
     if uv is not None:
         add(uv)
+    for m in _UV_NO_VERSION.finditer(" ".join(text.split())):
+        add(Problem("not-found", package=canonicalize_name(m.group(1)), excerpt=m.group(0)[:200]))
 
     if not problems:
         tail = "\n".join(ln for ln in lines if ln.strip())
@@ -406,7 +408,10 @@ def _python_refused(lines: list[str]) -> Problem | None:
 # uv's no-solution explanation: "Because all versions of rxnfp depend on matplotlib==3.2.2 and you
 # require matplotlib==3.1.3, we can conclude ..." (one sentence may run over several lines)
 _UV_DEPENDS = re.compile(r"(?:all versions of|only|every version of)?\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:[<>=!~][^\s,]*)?"
-                         r"\s+depends?\s+on\s+([A-Za-z0-9][A-Za-z0-9._\[\]-]*[^\s,]*)")
+                         r"\s+depends?\s+on\s+([A-Za-z0-9][A-Za-z0-9._\[\]-]*[^\s,]*(?:,[<>=!~]=?[^\s,]*)*)")
+# "Because there is no version of mkl-fft==1.3.1 and you require mkl-fft==1.3.1" (a release the
+# index does not have, for this Python or at all)
+_UV_NO_VERSION = re.compile(r"there (?:is no version|are no versions) of\s+([A-Za-z0-9][A-Za-z0-9._-]*)")
 _UV_REQUIRE = re.compile(r"you require\s+([A-Za-z0-9][A-Za-z0-9._\[\]-]*[^\s,]*)")
 
 

@@ -743,6 +743,46 @@ def test_lock_request__a_name_the_index_does_not_have__dropped_said_so(tmp_path:
     assert relax.rule_not_on_index(problem[0], ("condaonly-tool",), relax.Facts()) is None
 
 
+def test_lock_request__a_large_relaxed_set__uv_checks_it_before_pdm(tmp_path: Path) -> None:
+    """geoldm (corpus8 dev): a 94-line pip freeze took six relaxation steps of 30-90 s of pdm each.
+    A relaxed set of UV_PRECHECK_MIN requirements or more is first resolved by uv: when uv finds no
+    solution, the next step follows from uv's explanation without a pdm attempt."""
+    from pyrepro import uvtool
+    from tests.fakes import answer_uv_compile
+
+    fillers = [f"filler{i}" for i in range(uvtool.UV_PRECHECK_MIN)]
+    d = _project(tmp_path, [*fillers, "condaonly-tool==20.2", "condaonly-two==1.0"])
+    seen: list[tuple[str, ...]] = []
+    runner = _pdm_not_finding("condaonly-tool", "condaonly-tool", seen,
+                              Completed((), 1, "", "ERROR: No matching distribution found\n"))
+    uv_sets: list[str] = []
+
+    def uv(argv, cwd, env):  # type: ignore[no-untyped-def]
+        text = Path(argv[3]).read_text()
+        uv_sets.append(text)
+        if "condaonly-two" in text:
+            return Completed(tuple(argv), 1, "", "  x No solution found when resolving dependencies:\n  `-> Because "
+                             "there is no version of condaonly-two==1.0 and you require condaonly-two==1.0, we can "
+                             "conclude that your requirements are unsatisfiable.\n")
+        return Completed(tuple(argv), 0, "".join(f"{f}==1.0\n" for f in fillers), "")
+
+    runner.responses.insert(0, ((uvtool.uv_executable() or "uv", "pip", "compile"), uv))
+    out = lock.lock_request(lock.LockRequest("p", d, "3.11"), runner=runner, python_exe=Path("/usr/bin/python3"))
+    assert out.category == 2 and [(s.rule, s.package) for s in out.steps] == [
+        ("not-on-index", "condaonly-tool"), ("not-on-index", "condaonly-two")]
+    assert len(seen) == 2 and seen[-1] == tuple(fillers)  # pdm: as declared, then the final set only
+    assert len(uv_sets) == 2 and [a.ok for a in out.attempts] == [False, False, True]
+    assert out.attempts[1].error.startswith("uv, before pdm:") and out.attempts[1].seconds < 5
+    # below UV_PRECHECK_MIN requirements uv is not asked before pdm
+    (tmp_path / "small").mkdir()
+    small = _project(tmp_path / "small", ["numpy", "condaonly-tool==20.2"])
+    quiet = _pdm_not_finding("condaonly-tool", "condaonly-tool", [],
+                             Completed((), 1, "", "ERROR: No matching distribution found\n"))
+    answer_uv_compile(quiet)
+    lock.lock_request(lock.LockRequest("p", small, "3.11"), runner=quiet, python_exe=Path("/usr/bin/python3"))
+    assert not any(c[0][1:3] == ("pip", "compile") for c in quiet.calls)
+
+
 def test_lock_request__a_stray_install_word_unavailable_by_the_date__dropped_unless_imported(tmp_path: Path) -> None:
     """solubility-posts (corpus5 dev): a README's `pip install pandas ... install ...` declared PyPI's
     `install`, first published after the submission date, and the index gave no upload time to move

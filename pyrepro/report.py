@@ -335,7 +335,10 @@ def render_markdown(rep: dict[str, Any]) -> str:
             "that the model runs: a test-mode run still needs a reviewed patch series. Python 2 submissions are "
             "locked by pip on CPython 2.7 (no date bound, x86_64 only; docs/lock.md) and built with virtualenv; a "
             "lock pdm refuses for a set uv resolved is made from uv's resolution, said in its record. Neither has a "
-            "Nix expression that was evaluated.",
+            "Nix expression that was evaluated. A git dependency pinned to a commit that cannot be fetched is "
+            "replaced by the index's release of that name (rule source-to-index, said in model.toml's notes). A "
+            "folder that is itself a package is recognised by the scan only: a run does not yet put it on "
+            "sys.path under its repository's name (unverified for runs).",
             "- The `--json` output of every command is one envelope (docs/json.md); unexpected errors exit 70 with a "
             "saved traceback.",
             "- Each run verifies what it executes before it starts (pyrepro/verify.py): every file of the staged "

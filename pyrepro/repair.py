@@ -552,14 +552,21 @@ def _wheel_steps(s: Situation, tried: Mapping[str, set[str]],
     came back); ([], why not) when one has none."""
     have = _wheel_versions(s, [p for p, _v in sdists])
     steps = []
+    without: list[str] = []
     for pkg, version in sdists:
         versions = [v for v in have[pkg] if v not in tried.get(pkg, set())]
         w = relax.nearest_version(version, versions)
         if w is None:
-            return [], f"{pkg} {version} did not build and no release of {pkg} has a wheel for CPython {s.python}"
+            without.append(f"{pkg} {version}")
+            continue
         steps.append(relax.Step("sdist-to-wheel", pkg, f"{pkg}=={version}", f"{pkg}=={w}",
                                 f"the locked sdist {pkg} {version} did not build here; {w} is the nearest release "
                                 f"with a wheel for CPython {s.python}", ()))
+    if not steps:
+        return [], (f"{without[0]} did not build and no release of {without[0].split()[0]} has a wheel for "
+                    f"CPython {s.python}")
+    # pip blamed several sdists at once (molecule-autoencoder, corpus8 dev: numpy 1.11 did not compile,
+    # and the pure-Python theano 0.8.1 was named with it): those with a wheel move, the others stay
     return steps, ""
 
 

@@ -561,3 +561,13 @@ def test_imports_inside_a_lockstep_distribution__it_follows_its_partners_locked_
 
     assert lockstep_partner("JAX")[0] == "jaxlib" and lockstep_partner("jaxlib")[0] == "jax"  # type: ignore[index]
     assert lockstep_partner("numpy") is None
+
+
+def test_sdists__several_blamed__those_with_a_wheel_move_the_others_stay() -> None:
+    """molecule-autoencoder (corpus8 dev, 2016, on 3.6): pip named numpy 1.11.0 (which does not
+    compile today) and the pure-Python theano 0.8.1 together; theano has no wheel at all, and that
+    had stopped the move of numpy too."""
+    o = Oracle({"numpy": {"1.11.0": set(), "1.12.0": {"3.6"}, "1.13.0": {"3.6"}}, "theano": {"0.8.1": set()}})
+    move = o.answer(_s(python="3.6", sdists=(("numpy", "1.11.0"), ("theano", "0.8.1"))))
+    assert isinstance(move, repair.PinWheels)
+    assert [(st.package, st.after) for st in move.steps] == [("numpy", "numpy==1.12.0")]

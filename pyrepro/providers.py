@@ -177,11 +177,27 @@ def persist(model_toml: Any, providers: list[Provider]) -> None:
     mapping = doc.setdefault("mapping", tomlkit.table())
     deps = doc.setdefault("dependencies", tomlkit.table())
     extra = deps.setdefault("extra", tomlkit.array())
+    scanned = {canonicalize_name(re.split(r"[;\[<>=!~ ]", str(e), maxsplit=1)[0]) for e in deps.get("scanned", [])}
     for p in providers:
         entry = tomlkit.inline_table()
         entry.update({"distribution": p.distribution, "reason": p.reason})
         mapping[p.module] = entry
-        if p.distribution not in [canonicalize_name(re.split(r"[;\[<>=!~ ]", str(e), maxsplit=1)[0]) for e in extra]:
+        listed = [canonicalize_name(re.split(r"[;\[<>=!~ ]", str(e), maxsplit=1)[0]) for e in extra]
+        if p.distribution not in listed and p.distribution not in scanned:
             extra.append(p.distribution + p.spec())
+        elif p.spec():
+            # the distribution is already required (catkit, corpus8 dev: setuptools scanned, and its
+            # newest release no longer ships pkg_resources): the release that ships the module is
+            # pinned all the same, or the relock takes the same release again
+            pins = deps.setdefault("pins", tomlkit.aot())
+            for old in [t for t in pins if canonicalize_name(str(t.get("name", ""))) == p.distribution]:
+                pins.remove(old)
+            from pyrepro.lock import AUTO_REASON, _rule_marker
+
+            t = tomlkit.table()
+            # pyrepro's own choice, not a reviewed override: the lock's category stays automatic
+            t.update({"name": p.distribution, "spec": p.spec(),
+                      "reason": f"{AUTO_REASON} {_rule_marker('import-provider')} see model.toml [mapping]): {p.reason}"})
+            pins.append(t)
     atomic_write_text(model_toml, tomlkit.dumps(doc))
     atomic_write_text(model_toml.parent / "pyproject.toml", gen.render_pyproject(parse_model(model_toml)))

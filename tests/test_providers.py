@@ -398,6 +398,34 @@ def test_persist__provider_first_released_after_the_date__pinned_to_that_release
     assert "tensorflow==0.12.1" in (mt.parent / "pyproject.toml").read_text()
 
 
+def test_persist__a_pinned_provider_already_required__its_release_pinned_all_the_same(tmp_path: Path,
+                                                                                        write_files: Any) -> None:
+    """catkit (corpus8 dev): setuptools is scanned (the code imports setuptools too), and its newest
+    release no longer ships pkg_resources; the provider 80.9.0 was found but not written, so the
+    relock took 82.0.1 again. The pin goes into [[dependencies.pins]] with the provider's reason."""
+    import tomllib
+
+    from pyrepro.init import init_model
+
+    root = write_files({"sub/run.py": "import setuptools\nimport pkg_resources\n"})
+    init_model(root / "sub", name="sub", models_dir=tmp_path / "models", online=False, cache=tmp_path / "c")
+    mt = tmp_path / "models" / "sub" / "model.toml"
+    assert "setuptools" in tomllib.loads(mt.read_text())["dependencies"]["scanned"]
+    ships = providers.Provider("pkg_resources", "setuptools", "80.9.0", "w", "2025-05-27",
+                               "... setuptools 82.0.1, a newer release, no longer ships it ...", pinned=True)
+    providers.persist(mt, [ships])
+    doc = tomllib.loads(mt.read_text())
+    assert [(p["name"], p["spec"]) for p in doc["dependencies"]["pins"] if p["name"] == "setuptools"] == [
+        ("setuptools", "==80.9.0")]
+    assert "setuptools==80.9.0" in (mt.parent / "pyproject.toml").read_text()
+    assert doc["mapping"]["pkg_resources"]["distribution"] == "setuptools"
+    from pyrepro import lock
+    from pyrepro.registry import parse_model
+
+    req = lock.LockRequest.from_spec(parse_model(mt))
+    assert req.overrides == () and "setuptools==80.9.0" in req.carried  # automatic, never a reviewed override
+
+
 def test_index__a_release_s_files__hashes_requires_python_upload_day() -> None:
     """What a lock from uv's resolution reads of the index (PEP 691): file names with their sha256,
     the release's Requires-Python (uv reads only its lower bound), the first upload day."""

@@ -98,9 +98,9 @@ UV_BUILD_RETRIES = 3
 
 #: seconds a relaxed attempt's check by uv may take before pdm runs anyway
 UV_PRECHECK_TIMEOUT = 60.0
-#: requirement sets at least this large are checked by uv before pdm in the relaxation (pdm takes
+#: requirement sets at least this large are checked by uv before pdm in the relaxation (pdm took
 #: 30-90 s per attempt on a pip freeze of a hundred pins; a few pins lock in seconds anyway)
-UV_PRECHECK_MIN = 20
+UV_PRECHECK_MIN = 10
 
 
 def precheck(requirements: Sequence[str], python: str, bound: str | None, *, runner: Runner, cache: Path,

@@ -25,6 +25,21 @@ Fetch = Callable[[str], bytes | None]  # url -> body, None when unreachable / no
 SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"  # PEP 691
 
 
+NAMES_DAYS = 30  # how long the index's list of project names is kept before it is read again
+
+
+def parse_project_names(body: bytes) -> list[str]:
+    """Normalised project names of a simple API root page: PEP 691 JSON (``projects``) or the
+    HTML form (one ``<a href="name/">`` each); [] when it is neither."""
+    text = body.decode("utf-8", "replace")
+    with contextlib.suppress(ValueError):
+        data = json.loads(text)
+        if isinstance(data, dict) and isinstance(data.get("projects"), list):
+            return sorted({canonicalize_name(str(p.get("name", ""))) for p in data["projects"]
+                           if isinstance(p, dict) and p.get("name")})
+    return sorted({canonicalize_name(n) for n in re.findall(r'<a href="([^"/<>]+)/?"', text) if n.strip()})
+
+
 def _urllib_fetch(url: str) -> bytes | None:
     try:
         req = urllib.request.Request(url, headers={"Accept": SIMPLE_JSON})
@@ -70,6 +85,7 @@ class Index:
         self.cache = cache
         self.fetch = fetch or _urllib_fetch
         self._projects: dict[str, dict | None] = {}
+        self._names: list[str] | None = None
 
     def _project(self, name: str) -> dict | None:
         """The project's PEP 691 listing, asked once per Index."""
@@ -174,6 +190,29 @@ class Index:
                 continue
             first[ver] = min(first.get(ver, up), up)
         return [(str(v), first[v]) for v in sorted(first, reverse=True)]
+
+    def project_names(self) -> list[str] | None:
+        """Every project name on the index (normalised), read from the simple API's root page
+        (PEP 691 JSON, or the HTML page PyPI may serve instead): asked once per Index and kept
+        for ``NAMES_DAYS`` days in ``<cache>/index/project-names.txt``; None when it cannot be
+        had. About a million names, 40 MB to download once."""
+        if self._names is not None:
+            return self._names or None
+        path = self.cache / "index" / "project-names.txt" if self.cache else None
+        if path is not None and path.is_file() and \
+                dt.datetime.now().timestamp() - path.stat().st_mtime < NAMES_DAYS * 86400:
+            with contextlib.suppress(OSError):
+                self._names = path.read_text(encoding="utf-8").split()
+                return self._names or None
+        body = self.fetch(f"{INDEX}/")
+        names = parse_project_names(body) if body else []
+        if names and path is not None:
+            from pyrepro.fsutil import atomic_write_text
+
+            with contextlib.suppress(OSError):
+                atomic_write_text(path, "\n".join(names) + "\n")
+        self._names = names
+        return names or None
 
     def has_wheel(self, name: str, version: str, python: str) -> bool | None:
         files = self.release_files(name, version)

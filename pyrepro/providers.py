@@ -5,7 +5,9 @@ has candidate distributions: the name table's answer (``pyrepro/data/module_map.
 name itself, and its common spellings (``a_b`` as ``a-b``; ``python-a``, ``py-a``, ``pya``,
 ``a-python``). A candidate is accepted only when the wheel of its newest release uploaded by the
 submission's date ships that very top-level module (the wheel's file list, read with two range
-requests, never the whole wheel): a PyPI project that merely has the name is no evidence. The
+requests, never the whole wheel): a PyPI project that merely has the name is no evidence. When no
+candidate ships it, the index's project names are searched for names whose words the module's
+words begin (``bayes_opt``: bayesian-optimization), and those are read the same way. The
 accepted provider, with that evidence, goes into model.toml (``[mapping]`` with the reason and
 ``[dependencies] extra``).
 """
@@ -64,6 +66,24 @@ def candidates(module: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(canonicalize_name(n) for n in names))
 
 
+MAX_SEARCHED = 8  # names found by the search of the index's project names that are read, at most
+
+
+def abbreviated_by(module: str, names: list[str]) -> tuple[str, ...]:
+    """Project names whose words the module's words begin, word for word, shortest first (at most
+    ``MAX_SEARCHED``): ``bayes_opt`` -> bayes-optim, bayesian-optimization. Only for a module of
+    two words or more (one word begins far too many names to read); never the module's own
+    spellings, which ``candidates`` already has."""
+    top = module.split(".")[0]
+    words = [w for w in top.lower().split("_") if w]
+    if len(words) < 2:
+        return ()
+    pattern = re.compile("-".join(re.escape(w) + "[a-z0-9]*" for w in words))
+    own = set(candidates(module))
+    found = sorted((n for n in names if pattern.fullmatch(n) and n not in own), key=lambda n: (len(n), n))
+    return tuple(found[:MAX_SEARCHED])
+
+
 def find_provider(module: str, index: Any, before: dt.date | None, python: str | None = None) -> Provider | None:
     """The first candidate whose wheel (for a release without one, its sdist), released by
     ``before`` (None: any day), ships ``module``'s top-level name. When no release by that day
@@ -92,9 +112,16 @@ def _installs(index: Any, name: str, version: str, python: str | None) -> bool:
     return not hasattr(index, "has_wheel") or index.has_wheel(name, version, python) is not False
 
 
+def _searched(module: str, index: Any) -> tuple[str, ...]:
+    """``abbreviated_by`` over the index's project names (() when the index cannot list them)."""
+    names = index.project_names() if hasattr(index, "project_names") else None
+    return abbreviated_by(module, names) if names else ()
+
+
 def _first_shipping(top: str, module: str, index: Any, before: dt.date | None, *, after: bool,
                     python: str | None = None) -> Provider | None:
-    for name in candidates(module):
+    own = candidates(module)
+    for name in (*own, *_searched(module, index)):
         if after:
             assert before is not None
             releases = sorted((r for r in index.releases_by(name, None) if r[1] > before.isoformat()),
@@ -132,10 +159,12 @@ def _first_shipping(top: str, module: str, index: Any, before: dt.date | None, *
             pinned = bool(first_miss) and not after
             gone = (f"; {canonicalize_name(name)} {first_miss}, a newer release, no longer ships it, so {version} is "
                     "pinned") if pinned else ""
+            how = (f"candidates {', '.join(own)}" if name in own else
+                   f"none of the candidates {', '.join(own)} ships it; {canonicalize_name(name)} was found by a "
+                   f"search of the index's project names for words that {top}'s words begin")
             return Provider(top, canonicalize_name(name), version, file, day,
                             f"no declaration provides {top}; the {kind} {file} ({when}) ships the top-level "
-                            f"module {top}{gone} (rule import-provider: candidates "
-                            f"{', '.join(candidates(module))})", pinned)
+                            f"module {top}{gone} (rule import-provider: {how})", pinned)
     return None
 
 

@@ -63,7 +63,8 @@ MAX_UNRESOLVED_MOVES = 3  # unresolved-to-older-python moves (one minor each: 3.
 
 @dataclass(frozen=True)
 class Moved:
-    """A move ``reproduce`` performed: ``kind`` wheels | python | era | provider | source; ``trigger``
+    """A move ``reproduce`` performed: ``kind`` wheels | python | era | era-of | provider | provider-next |
+    lockstep | version-check | source; ``trigger``
     lock | build | imports;
     ``ok``: whether its relock produced a lock (a failed era relock or older-Python lock lets the
     next rule try)."""
@@ -172,7 +173,17 @@ class PinProvider:
     before: str  # the locked version that failed
     version: str  # the release moved to
     reason: str
-    rule: str = "provider-next-release"  # or "lockstep"
+    rule: str = "provider-next-release"  # or "lockstep", "import-version-check"
+    requirement: str = ""  # the specifier written (rule import-version-check: ">=2.8"); "" : ==version
+
+    @property
+    def spec(self) -> str:
+        return f"{self.distribution}{self.requirement or '==' + self.version}"
+
+    @property
+    def kind(self) -> str:
+        """The kind of ``Moved`` that records it."""
+        return {"lockstep": "lockstep", "import-version-check": "version-check"}.get(self.rule, "provider-next")
 
 
 @dataclass(frozen=True)
@@ -697,6 +708,9 @@ def _after_imports(s: Situation) -> Move:
         # numpy 2.4 fails with "numpy.dtype size changed"): nothing newer than the submission's date
         first = inside[0]
         return RelockByDate(f"{first[0]} fails to import inside installed code ({first[2][:160]})")
+    move = _version_check(s, inside)
+    if move is not None:
+        return move
     if inside and "era-of" not in tried and not s.dated and not _python2(s):
         move = _era_of_failing_release(s, inside)
         if move is not None:
@@ -753,6 +767,93 @@ def _lockstep(s: Situation, inside: list[tuple[str, str, str]]) -> PinProvider |
                   f"lockstep with {other}, locked at {want}: {dist} {want} is the release made for it ({why}) "
                   f"(rule lockstep)")
         return PinProvider(module, dist, version, want, reason, rule="lockstep")
+    return None
+
+
+_NAME = r"(?P<name>[A-Za-z][\w.\-]*)"
+_SPEC = r"(?P<spec>(?:(?:[<>=!~]=?|===)\s*\d[\w.*+]*\s*,?\s*)+)"
+_VER = r"(?P<v>\d[\w.]*\w)"
+# How installed code says at import time which release of another distribution it needs (English
+# grammar, no names): each gives the distribution and a specifier (``op`` turns "incompatible with
+# numpy < 1.20.3" into ">=1.20.3").
+_VERSION_CHECKS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # tensorflow-probability: "requires TensorFlow version >= 2.8; Detected an installation of version 2.7.3"
+    (re.compile(rf"\brequires {_NAME} version\s*{_SPEC}"), ""),
+    # "numpy>=1.17.3 is required", transformers: "tokenizers>=0.11.1,!=0.11.3,<0.14 is required for ..."
+    (re.compile(rf"\b{_NAME}\s*{_SPEC}\s*(?:is|are) required"), ""),
+    # matplotlib: "Matplotlib requires numpy>=1.20; you have 1.19.5"
+    (re.compile(rf"\brequires {_NAME}\s*(?P<spec>(?:>=|>|==|~=)\s*\d[\w.]*\w)"), ""),
+    # pandas: "Pandas requires version '1.3.6' or newer of 'numexpr'"
+    (re.compile(rf"\brequires version '{_VER}' or (?:newer|higher|later) of '{_NAME}'"), ">="),
+    # keras: "Keras requires TensorFlow 2.2 or higher"
+    (re.compile(rf"\brequires {_NAME} (?:version )?{_VER} or (?:higher|newer|later|above|greater)"), ">="),
+    # "numpy version 1.16 or higher is required"
+    (re.compile(rf"\b{_NAME} (?:version )?{_VER} or (?:higher|newer|later|above|greater) is required"), ">="),
+    # pandas: "this version of pandas is incompatible with numpy < 1.20.3"
+    (re.compile(rf"\b(?:in|not )compatible with {_NAME}\s*(?P<op><=|<)\s*{_VER}"), "inverse"),
+)
+
+
+def required_versions(message: str) -> list[tuple[str, str]]:
+    """(distribution, specifier) pairs that an import failure's message says installed code needs
+    (``requires TensorFlow version >= 2.8`` -> ("tensorflow", ">=2.8")), in the order found;
+    specifiers that do not parse are left out."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.utils import canonicalize_name
+
+    out: list[tuple[str, str]] = []
+    for pattern, how in _VERSION_CHECKS:
+        for m in pattern.finditer(message):
+            if how == ">=":
+                spec = f">={m.group('v')}"
+            elif how == "inverse":
+                spec = f"{'>=' if m.group('op') == '<' else '>'}{m.group('v')}"
+            else:
+                spec = m.group("spec")
+            spec = ",".join(part.replace(" ", "") for part in spec.strip().rstrip(",").split(",") if part.strip())
+            try:
+                SpecifierSet(spec)
+            except InvalidSpecifier:
+                continue
+            pair = (canonicalize_name(m.group("name").rstrip(".-")), spec)
+            if pair not in out:
+                out.append(pair)
+    return out
+
+
+def _version_check(s: Situation, inside: list[tuple[str, str, str]]) -> PinProvider | None:
+    """Installed code checks at import time the version of another locked distribution and says
+    which it needs ("This version of TensorFlow Probability requires TensorFlow version >= 2.8;
+    Detected an installation of version 2.7.3": photoswitch, corpus8), or fails as code compiled
+    against an older major series does (the name table's ``[abi]``: "numpy.dtype size changed"
+    under NumPy 2): that distribution is held to what the message asks, once per distribution
+    (rule ``import-version-check``), when its locked version does not already satisfy it. None
+    when no message says so of a locked distribution."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    from pyrepro.resolve import abi_ceilings
+
+    done = {d for m in s.moves if m.kind == "version-check" for d, _v in m.pins}
+    for module, _status, message in inside:
+        wanted = required_versions(message)
+        why = "the message says so"
+        for dist, below, messages, reason in abi_ceilings():
+            if any(text in message for text in messages):
+                wanted.append((dist, f"<{below}"))
+                why = reason
+        for dist, spec in wanted:
+            locked = s.locked.get(dist)
+            if not locked or dist in done:
+                continue
+            try:
+                if Version(locked) in SpecifierSet(spec, prereleases=True):
+                    continue
+            except InvalidVersion:
+                continue
+            reason = (f"{module} fails to import: installed code needs {dist}{spec} ({message[:200]}); {dist} "
+                      f"{locked} was locked, so {dist} is held to {spec} ({why}) (rule import-version-check)")
+            return PinProvider(module, dist, locked, spec, reason, rule="import-version-check", requirement=spec)
     return None
 
 

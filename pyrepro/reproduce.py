@@ -798,12 +798,11 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                         break
                     continue
                 if isinstance(move, repair.PinProvider):
-                    step = relax.Step(move.rule, move.distribution, move.distribution,
-                                      f"{move.distribution}=={move.version}", move.reason, ())
+                    step = relax.Step(move.rule, move.distribution, move.distribution, move.spec, move.reason, ())
                     new, outcome = _relock_or_restore(
                         spec, lambda st=step: lock.persist_to_model_toml(lock.LockRequest.from_spec(spec), [st]),
                         paths, runner=runner, progress=progress, lock_timeout=_lock_timeout(rec, lock_timeout))
-                    moves.append(repair.Moved("lockstep" if move.rule == "lockstep" else "provider-next", "imports",
+                    moves.append(repair.Moved(move.kind, "imports",
                                               ok=new is not None, modules=(move.module,),
                                               pins=((move.distribution, move.version),)))
                     if new is not None:

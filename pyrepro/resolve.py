@@ -120,6 +120,17 @@ def lockstep_partner(name: str) -> tuple[str, str] | None:
     return None
 
 
+def abi_ceilings() -> tuple[tuple[str, str, tuple[str, ...], str], ...]:
+    """(distribution, version it stays below, messages, reason) of the name table's ``[abi]``:
+    import failures that say code was compiled against an older major series."""
+    out = []
+    for name, entry in _table().get("abi", {}).items():
+        if isinstance(entry, dict) and isinstance(entry.get("below"), str):
+            msgs = tuple(str(m) for m in entry.get("messages", ()) if isinstance(m, str))
+            out.append((canonicalize_name(name), entry["below"], msgs, str(entry.get("reason", ""))))
+    return tuple(out)
+
+
 def conda_system_reason(name: str) -> str | None:
     """Why a conda package (``libgcc-ng``, ``pytorch-cuda``) is no Python distribution, or None:
     the first glob of the [conda_system] table that matches the lower-case name."""

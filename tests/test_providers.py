@@ -21,6 +21,10 @@ class FakeIndex:
         self.projects = projects  # name -> [(version, upload day, top-level modules of its wheel or None)]
         self.asked: list[tuple[str, str]] = []
         self.up = True  # False: the index answers no release list (it could not be asked)
+        self.names: list[str] | None = None  # the index's project names, when it can list them
+
+    def project_names(self) -> list[str] | None:
+        return self.names if self.up else None
 
     def releases_by(self, name: str, day: dt.date | None = None) -> list[tuple[str, str]]:
         if not self.up:
@@ -483,3 +487,90 @@ def test_init__undeclared_import_of_a_renamed_module__provider_pinned_in_model_t
     pin = next(p for p in doc["dependencies"]["pins"] if p["name"] == "pydoe")
     assert pin["spec"] == "==0.3.8" and "no longer ships it" in pin["reason"]
     assert "pydoe==0.3.8" in (tmp_path / "models" / "sub" / "pyproject.toml").read_text().replace(" ", "")
+
+
+def test_abbreviated_by__words_begun_word_for_word__shortest_first_capped() -> None:
+    names = ["bayes-opt-x", "bayes-optim", "bayesian-optimization", "bayes", "opt-bayes", "bayesopt",
+             "bayes-optimiser-tools"]
+    assert providers.abbreviated_by("bayes_opt.util", names) == ("bayes-optim", "bayesian-optimization")
+    assert providers.abbreviated_by("umap", ["umap-learn", "umapper"]) == ()  # one word: no search
+    many = [f"ab-cd{i:02d}" for i in range(30)]
+    assert len(providers.abbreviated_by("ab_cd", many)) == providers.MAX_SEARCHED
+    assert "ab-cd" not in providers.abbreviated_by("ab_cd", ["ab-cd", "abc-cde"])  # its own spelling: a candidate
+
+
+def test_index_project_names__json_or_html_root__read_once_then_cached(tmp_path: Path) -> None:
+    from pyrepro.index import Index, parse_project_names
+
+    html = b'<!DOCTYPE html><html><body>\n<a href="bayesian-optimization/">bayesian-optimization</a>\n' \
+           b'<a href="00smalinux/">00SMALINUX</a>\n<a href="Foo_Bar/">Foo_Bar</a></body></html>'
+    assert parse_project_names(html) == ["00smalinux", "bayesian-optimization", "foo-bar"]
+    js = json.dumps({"meta": {"api-version": "1.1"}, "projects": [{"name": "Bayes_Opt"}, {"name": "x"}]}).encode()
+    assert parse_project_names(js) == ["bayes-opt", "x"]
+    assert parse_project_names(b"not an index") == []
+    asked: list[str] = []
+
+    def fetch(url: str) -> bytes | None:
+        asked.append(url)
+        return html
+
+    assert Index(tmp_path, fetch).project_names() == ["00smalinux", "bayesian-optimization", "foo-bar"]
+    assert Index(tmp_path, lambda url: None).project_names() == ["00smalinux", "bayesian-optimization", "foo-bar"]
+    assert len(asked) == 1 and (tmp_path / "index" / "project-names.txt").is_file()
+    assert Index(tmp_path / "empty", lambda url: None).project_names() is None  # unreachable, nothing kept
+
+
+def test_reproduce__import_whose_distribution_has_other_words__found_by_the_name_search(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path, write_files: Any) -> None:
+    """lagrangian-nns (corpus8 held, 2020): `import bayes_opt` with nothing declared; no spelling of
+    the module is a project whose wheel ships it (bayes-opt is someone else's). The index's project
+    names that bayes_opt's words begin are read, shortest first: bayes-optim ships bayes_optim,
+    bayesian-optimization ships bayes_opt, so model.toml maps it with that evidence and says how it
+    was found; the relock and the import check pass."""
+    import tomllib
+
+    from pyrepro import index as index_mod
+    from pyrepro import lock, reproduce
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+    from pyrepro.paths import Paths
+
+    proj = tmp_path / "proj"
+    (proj / "models").mkdir(parents=True)
+    (proj / "patches").mkdir()
+    (proj / "flake.nix").write_text("{}\n")
+    monkeypatch.setenv("PYREPRO_ROOT", str(proj))
+    fake = FakeIndex({"bayes-opt": [("0.1", "2019-01-01", {"bayesopt_other"})],
+                      "bayes-optim": [("0.2.5", "2019-06-01", {"bayes_optim"})],
+                      "bayesian-optimization": [("1.2.0", "2020-05-16", {"bayes_opt"}),
+                                                ("1.0.1", "2019-01-02", {"bayes_opt"})]})
+    fake.names = ["bayes", "bayes-opt", "bayes-optim", "bayesian-optimization", "numpy"]
+    monkeypatch.setattr(index_mod, "WheelIndex", lambda cache: fake)
+
+    def fake_lock(spec, paths, start="as-declared", **kw):  # type: ignore[no-untyped-def]
+        (spec.dir / "lock.toml").write_text('schema = 1\ncategory = 2\nstrategy = "date-bounded"\n')
+        (spec.dir / "pdm.lock").write_text("# lock\n")
+        return lock.LockOutcome(spec.name, 2, "date-bounded", (), (), (), (), (), (), 1.0, spec.python, ("x",), 1,
+                                "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
+
+    def fake_imports(spec, built, **kw):  # type: ignore[no-untyped-def]
+        has = '"bayesian-optimization"' in (spec.dir / "pyproject.toml").read_text()
+        return [("numpy", "ok", ""), ("bayes_opt", "ok", "") if has else
+                ("bayes_opt", "error", "ModuleNotFoundError: No module named 'bayes_opt'")]
+
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(local, "build", lambda spec, paths, **kw: BuiltModel(
+        spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt", "s" * 20,
+        paths.cache / "launch", "3.8.18", True, True, 0.1))
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["numpy", "bayes_opt"])
+    monkeypatch.setattr(run_mod, "check_imports", fake_imports)
+    root = write_files({"sub/run.py": "import numpy\nfrom bayes_opt import BayesianOptimization\n",
+                        "sub/requirements.txt": "numpy==1.18.1\n",
+                        "sub/metadata.json": json.dumps({"date_submitted": "03-01-2020"})})
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.8", online=True)
+    assert res.ok, res.stages
+    doc = tomllib.loads((proj / "models" / "sub" / "model.toml").read_text())
+    entry = doc["mapping"]["bayes_opt"]
+    assert entry["distribution"] == "bayesian-optimization" and "bayesian_optimization-1.0.1" in entry["reason"]
+    assert "found by a search of the index's project names" in entry["reason"]
+    assert ("bayes-optim", "0.2.5") in fake.asked  # read, and passed over: it ships another module

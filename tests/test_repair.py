@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -571,3 +573,56 @@ def test_sdists__several_blamed__those_with_a_wheel_move_the_others_stay() -> No
     move = o.answer(_s(python="3.6", sdists=(("numpy", "1.11.0"), ("theano", "0.8.1"))))
     assert isinstance(move, repair.PinWheels)
     assert [(st.package, st.after) for st in move.steps] == [("numpy", "numpy==1.12.0")]
+
+
+@pytest.mark.parametrize("message,want", [
+    ("ImportError: This version of TensorFlow Probability requires TensorFlow version >= 2.8; Detected an "
+     "installation of version 2.7.3. Please upgrade TensorFlow to proceed.", [("tensorflow", ">=2.8")]),
+    ("ImportError: tokenizers>=0.11.1,!=0.11.3,<0.14 is required for a normal functioning of this module, but "
+     "found tokenizers==0.14.0.", [("tokenizers", ">=0.11.1,!=0.11.3,<0.14")]),
+    ("ImportError: Matplotlib requires numpy>=1.20; you have 1.19.5", [("numpy", ">=1.20")]),
+    ("ImportError: Pandas requires version '1.3.6' or newer of 'numexpr' (version '2.7.1' currently installed).",
+     [("numexpr", ">=1.3.6")]),
+    ("ImportError: Keras requires TensorFlow 2.2 or higher. Install TensorFlow via `pip install tensorflow`",
+     [("tensorflow", ">=2.2")]),
+    ("ImportError: this version of pandas is incompatible with numpy < 1.20.3", [("numpy", ">=1.20.3")]),
+    ("ModuleNotFoundError: No module named 'scipy'", []),
+    ("ModuleNotFoundError: jax requires jaxlib to be installed.", []),
+])
+def test_required_versions__what_import_time_checks_say(message: str, want: list[tuple[str, str]]) -> None:
+    assert repair.required_versions(message) == want
+
+
+@given(st.text(max_size=200))
+def test_required_versions__any_text__specifiers_that_parse(text: str) -> None:
+    from packaging.specifiers import SpecifierSet
+
+    for name, spec in repair.required_versions(text):
+        assert name and SpecifierSet(spec) is not None
+
+
+def test_imports__installed_code_checks_a_locked_version__held_to_what_it_says_once() -> None:
+    """photoswitch (corpus8 held): tensorflow-probability inside gpflow needs TensorFlow >= 2.8 and
+    the lock took 2.7.3: tensorflow is held to >=2.8 (rule import-version-check), once; not when
+    the locked version already satisfies it or the name is not locked. Extensions compiled for
+    NumPy 1 under NumPy 2 (the name table's [abi]) hold numpy below 2."""
+    row = ("gpflow", "error", "ImportError: This version of TensorFlow Probability requires TensorFlow version "
+                              ">= 2.8; Detected an installation of version 2.7.3.")
+    s = _s(python="3.7", strategy="relaxed", imports=(row,), locked={"tensorflow": "2.7.3", "gpflow": "2.5.2"})
+    move = repair.next_move(s)
+    assert isinstance(move, repair.PinProvider) and move.rule == "import-version-check"
+    assert move.spec == "tensorflow>=2.8" and move.kind == "version-check" and move.before == "2.7.3"
+    assert "requires TensorFlow version >= 2.8" in move.reason
+    again = replace(s, moves=(repair.Moved("version-check", "imports", pins=(("tensorflow", ">=2.8"),)),))
+    assert not isinstance(repair.next_move(again), repair.PinProvider)
+    fine = replace(s, locked={"tensorflow": "2.9.0"})
+    assert not isinstance(repair.next_move(fine), repair.PinProvider)
+    unlocked = replace(s, locked={"gpflow": "2.5.2"})
+    assert not isinstance(repair.next_move(unlocked), repair.PinProvider)
+    abi = ("pandas", "error", "ValueError: numpy.dtype size changed, may indicate binary incompatibility. "
+                              "Expected 96 from C header, got 88 from PyObject")
+    n2 = _s(python="3.11", strategy="relaxed", imports=(abi,), locked={"numpy": "2.1.0", "pandas": "1.5.3"})
+    move = repair.next_move(n2)
+    assert isinstance(move, repair.PinProvider) and move.spec == "numpy<2" and "C ABI" in move.reason
+    assert not isinstance(repair.next_move(replace(n2, locked={"numpy": "1.26.4", "pandas": "1.5.3"})),
+                          repair.PinProvider)

@@ -1209,3 +1209,68 @@ def test_reproduce__sdist_only_unimported_requirements_need__dropped_relocked_re
     assert doc["dependencies"]["dropped"] == ["torch-scatter"]
     assert any("unimported-sdist: dropped 'torch-scatter'" in r and "imported by none of the code" in r
                for r in res.relaxed)
+
+
+def test_reproduce_cli__installed_code_asks_for_a_newer_locked_distribution__held_to_what_it_says_once(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """photoswitch (corpus8 held, 2020): gpflow's tensorflow-probability checks TensorFlow's version
+    at import ("requires TensorFlow version >= 2.8; Detected an installation of version 2.7.3").
+    The message says what it needs of a locked distribution: model.toml pins tensorflow>=2.8 with
+    that reason (rule import-version-check), the relock takes 2.11, the imports pass. Once: a
+    relock that still leaves it below does not loop."""
+    import tomllib
+
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+
+    root = write_files({"sub/run.py": "import gpflow\nimport tensorflow\n",
+                        "sub/requirements.txt": "gpflow\ntensorflow\n"})
+    locks: list[str] = []
+    newer = {"tf": "2.11.0"}
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        pyproject = (spec.dir / "pyproject.toml").read_text()
+        tf = newer["tf"] if "tensorflow>=2.8" in pyproject else "2.7.3"
+        locks.append(tf)
+        start = kw.get("start", "as-declared")
+        (spec.dir / "lock.toml").write_text(f'schema = 1\ncategory = 1\nstrategy = "{start}"\n')
+        (spec.dir / "pdm.lock").write_text(f'[[package]]\nname = "tensorflow"\nversion = "{tf}"\n\n'
+                                           '[[package]]\nname = "gpflow"\nversion = "2.5.2"\n')
+        return lock.LockOutcome(spec.name, 1, start, (), (), (), (), (), (), 1.0, spec.python,
+                                ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
+
+    def fake_imports(spec, built, **kw):  # type: ignore[no-untyped-def]
+        tf = reproduce._locked_versions(spec)["tensorflow"]
+        if tf.startswith("2.7"):
+            return [("gpflow", "error", "ImportError: This version of TensorFlow Probability requires TensorFlow "
+                                        f"version >= 2.8; Detected an installation of version {tf}. Please upgrade "
+                                        "TensorFlow to proceed."), ("tensorflow", "ok", "")]
+        return [("gpflow", "ok", ""), ("tensorflow", "ok", "")]
+
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(local, "build", lambda spec, paths, **kw: BuiltModel(
+        spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt", "s" * 20,
+        paths.cache / "launch", f"{spec.python}.9", True, True, 0.1))
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["gpflow", "tensorflow"])
+    monkeypatch.setattr(run_mod, "check_imports", fake_imports)
+    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json", "--python", "3.10", "--offline"])
+    rec = _json(capsys)
+    assert code == 0, rec
+    assert locks == ["2.7.3", "2.11.0"]
+    doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
+    pin = next(p for p in doc["dependencies"]["pins"] if p["name"] == "tensorflow")
+    assert pin["spec"] == ">=2.8" and "rule import-version-check" in pin["reason"]
+    assert "requires TensorFlow version >= 2.8" in pin["reason"]
+    lock_row = next(s for s in rec["stages"] if s["stage"] == "lock")
+    assert "after moving tensorflow 2.7.3 -> >=2.8" in lock_row["detail"]
+
+    # the relock cannot satisfy it (still 2.7.3): tried once, then the imports stage says what failed
+    newer["tf"] = "2.7.3"
+    locks.clear()
+    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json", "--python", "3.10", "--offline",
+                 "--force"])
+    rec = _json(capsys)
+    assert code != 0 and locks == ["2.7.3", "2.7.3"]
+    imp = next(s for s in rec["stages"] if s["stage"] == "imports")
+    assert imp["status"] == "failed" and "requires TensorFlow version >= 2.8" in imp["detail"]

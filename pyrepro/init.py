@@ -64,9 +64,15 @@ def _submitted(folder: Path) -> str | None:
 
 
 def _exact_pins(scan: ScanResult) -> list[tuple[str, str]]:
-    """(name, version) of every exact pin the submission declares."""
-    return [(d.name, d.spec.split("==", 1)[1].split(";")[0].strip()) for d in scan.declared
-            if "==" in d.spec and "*" not in d.spec.split("==", 1)[1]]
+    """(name, version) of every exact pin the submission declares, in pip's spelling or conda's
+    (``pandas=0.23.4=py36h04863e7_0`` in a conda export: delinker, corpus8, was dated by the one
+    pip pin of its environment file, two years before its conda pins)."""
+    out = []
+    for d in scan.declared:
+        spec = _declared_spec(d)
+        if spec.startswith("==") and not spec.startswith("===") and "," not in spec and "*" not in spec:
+            out.append((d.name, spec[2:].strip()))
+    return list(dict.fromkeys(out))
 
 
 def _conflicting_exact_pins(scan: ScanResult) -> dict[str, tuple[Any, list[Any]]]:

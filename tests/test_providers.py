@@ -26,6 +26,9 @@ class FakeIndex:
     def project_names(self) -> list[str] | None:
         return self.names if self.up else None
 
+    def has_wheel(self, name: str, version: str, python: str) -> bool | None:
+        return None  # these made-up releases say nothing about Pythons
+
     def releases_by(self, name: str, day: dt.date | None = None) -> list[tuple[str, str]]:
         if not self.up:
             return []
@@ -574,3 +577,26 @@ def test_reproduce__import_whose_distribution_has_other_words__found_by_the_name
     assert entry["distribution"] == "bayesian-optimization" and "bayesian_optimization-1.0.1" in entry["reason"]
     assert "found by a search of the index's project names" in entry["reason"]
     assert ("bayes-optim", "0.2.5") in fake.asked  # read, and passed over: it ships another module
+
+
+def test_init__conda_export_pins__date_from_the_newest_of_all_exact_pins(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write_files: Any) -> None:
+    """delinker (corpus8, 2019): a conda export pins pandas=0.23.4=py36..., matplotlib=3.0.2=... and
+    has one pip pin, planarity==0.4.1 (2016). The submission's date is the newest upload among all
+    its exact pins, conda's spelling included (matplotlib 3.0.2, 2018-11-10), not the pip pin's."""
+    import tomllib
+
+    from pyrepro import index as index_mod
+    from pyrepro.init import init_model
+
+    idx = FakeIndex({"pandas": [("0.23.4", "2018-08-04", {"pandas"})],
+                     "matplotlib": [("3.0.2", "2018-11-10", {"matplotlib"})],
+                     "planarity": [("0.4.1", "2016-06-18", {"planarity"})]})
+    monkeypatch.setattr(index_mod, "WheelIndex", lambda cache: idx)
+    env = ("name: dl\nchannels:\n  - defaults\ndependencies:\n  - matplotlib=3.0.2=py36h5429711_0\n"
+           "  - pandas=0.23.4=py36h04863e7_0\n  - python=3.6.7=h0371630_0\n  - pip:\n    - planarity==0.4.1\n")
+    root = write_files({"sub/run.py": "import pandas\nimport matplotlib\nimport planarity\n", "sub/env.yml": env})
+    init_model(root / "sub", name="sub", models_dir=tmp_path / "models", cache=tmp_path / "c")
+    doc = tomllib.loads((tmp_path / "models" / "sub" / "model.toml").read_text())
+    assert doc["submitted"] == "2018-11-10", doc["submitted_reason"]
+    assert "3 exact pins: matplotlib 3.0.2 (2018-11-10)" in doc["submitted_reason"]

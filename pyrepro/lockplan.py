@@ -43,7 +43,7 @@ UNRESOLVABLE_RULE = "unimported-unresolvable"
 # relaxation steps that do not count toward MAX_STEPS: a dropped name the index lacks, and the pins
 # of a guided resolution (one per requirement, taken together once)
 UNCOUNTED_RULES = frozenset({"not-on-index", GUIDED_RULE})
-_ACTIONABLE = ("not-found", "conflict", "build-failed", "python-refused")
+_ACTIONABLE = ("not-found", "conflict", "build-failed", "python-refused", "invalid-metadata")
 
 
 @dataclass(frozen=True)

@@ -364,6 +364,9 @@ def _run_pdm_in(workdir: Path, python: str, exclude_newer: str | None, *, runner
 
 # pdm -v: log records ("pdm.termui: Adding new pin: six 1.16.0") and, on failure, a traceback
 _LOG_RECORD = re.compile(r"^(?:pdm\.termui|unearth[\w.]*): ")
+# log records kept: pdm rejects a release whose metadata modern parsers refuse (pandas 0.23.4's
+# "pytz (>=2011k)") and says so only in its log, then "Unable to find a resolution"
+_KEPT_RECORD = re.compile(r"Candidate rejected because it contains invalid metadata")
 _TRACEBACK = "Traceback (most recent call last):"
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 _PDM_FRAME = re.compile(r'^\s+File ".*(?:[/\\]pdm[/\\]|[/\\]bin[/\\]pdm")')
@@ -381,6 +384,11 @@ def _quiet(text: str) -> str:
     i = 0
     while i < len(lines):
         line = lines[i]
+        if _LOG_RECORD.match(line) and _KEPT_RECORD.search(line):
+            out.append(_LOG_RECORD.sub("", line))  # why pdm passed over a release: the diagnosis reads it
+            in_record = True
+            i += 1
+            continue
         if _LOG_RECORD.match(line) or (in_record and line[:1].isspace()):
             in_record = True
             i += 1

@@ -15,6 +15,7 @@ backtracking search) and locks for the machine it runs on (x86_64 Linux), not aa
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import tempfile
 import time
@@ -176,6 +177,28 @@ def pip_download(requirements: list[str], python_exe: Path, *, runner: Runner = 
     return done.returncode == 0, text, files, dest
 
 
+MAX_SETUP_IMPORTS = 3  # packages put into the resolving environment for setup.py imports, per attempt
+# a setup.py run for metadata (egg_info) that stops on an import: "No module named numpy" (Python 2
+# words it without quotes), or the package's own words, "NumPy is not installed" (pymc 2.3.8)
+_SETUP_IMPORT = (re.compile(r"ImportError: No module named '?([A-Za-z_][\w]*)"),
+                 re.compile(r"ImportError: ([A-Za-z_][\w]*) is not installed"))
+
+
+def setup_import(pip_output: str) -> str | None:
+    """The distribution an sdist's setup.py needed at metadata time and did not find, read from a
+    failed ``pip download`` (only when pip says ``egg_info`` failed), or None."""
+    if "egg_info" not in pip_output:
+        return None
+    from pyrepro.resolve import module_alias
+
+    for pattern in _SETUP_IMPORT:
+        m = pattern.search(pip_output)
+        if m:
+            module = m.group(1)
+            return module_alias(module) or module_alias(module.lower()) or canonicalize_name(module)
+    return None
+
+
 def run_pip_lock(workdir: Path, python: str, python_exe: Path, *, content_hash: str, runner: Runner = proc.run,
                  timeout: float, on_line: Callable[[str], None] | None = None) -> tuple[bool, str, float, str]:
     """One lock attempt by pip for the pyproject in ``workdir`` (whose dependencies it reads):
@@ -191,6 +214,24 @@ def run_pip_lock(workdir: Path, python: str, python_exe: Path, *, content_hash: 
         (workdir / "pdm.lock").write_text(text, encoding="utf-8")
         return True, "", time.monotonic() - start, text
     ok, out, files, dest = pip_download(reqs, python_exe, runner=runner, timeout=timeout, on_line=on_line)
+    added: list[str] = []
+    while not ok and len(added) < MAX_SETUP_IMPORTS:
+        # an sdist's setup.py imports a package to write its metadata (pymc 2.3.8: "NumPy is not
+        # installed"): that package goes into the resolving environment, and pip downloads again
+        need = setup_import(out)
+        if need is None or need in added:
+            break
+        done = runner([str(python_exe), "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+                       "--progress-bar", "off", need], check=False, timeout=timeout,
+                      env={**os.environ, "PIP_CONSTRAINT": os.devnull})
+        if done.returncode != 0:
+            break
+        added.append(need)
+        shutil.rmtree(dest, ignore_errors=True)
+        ok, out, files, dest = pip_download(reqs, python_exe, runner=runner, timeout=timeout, on_line=on_line)
+    if added:
+        out = (f"{', '.join(added)} installed into the resolving environment first: an sdist's setup.py imports "
+               f"{'them' if len(added) > 1 else 'it'} to write its metadata\n{out}")
     try:
         if not ok:
             return False, out or "pip download failed", time.monotonic() - start, ""

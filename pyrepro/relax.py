@@ -25,7 +25,8 @@ from packaging.version import InvalidVersion, Version
 
 from pyrepro.resolve import dummy_reason, renamed
 
-ProblemKind = Literal["not-found", "conflict", "build-failed", "python-refused", "network", "timeout", "unknown"]
+ProblemKind = Literal["not-found", "conflict", "build-failed", "python-refused", "invalid-metadata", "network",
+                      "timeout", "unknown"]
 
 # Names that stand for another distribution (conda names, dummies, import names written as
 # requirements) live in the one name table, pyrepro/data/module_map.toml: resolve.renamed.
@@ -350,6 +351,18 @@ def diagnose(text: str) -> tuple[Problem, ...]:
     if refused is not None:
         add(refused)
 
+    invalid: dict[str, list[str]] = {}
+    said: dict[str, list[str]] = {}
+    for m in _INVALID_METADATA.finditer(" ".join(text.split())):
+        name, version = canonicalize_name(m.group("name") or m.group("uvname")), m.group("version") or m.group("uvver")
+        invalid.setdefault(name, [])
+        if version not in invalid[name]:
+            invalid[name].append(version)
+            said.setdefault(name, []).append(m.group(0))
+    for name, versions in invalid.items():
+        add(Problem("invalid-metadata", package=name, requirements=tuple(f"{name}=={v}" for v in versions),
+                    excerpt="; ".join(said[name])))
+
     uv = _uv_conflict(text)
     if uv is not None:
         add(uv)
@@ -360,6 +373,12 @@ def diagnose(text: str) -> tuple[Problem, ...]:
         tail = "\n".join(ln for ln in lines if ln.strip())
         add(Problem("unknown", excerpt="\n".join(tail.splitlines()[-8:])))
     return tuple(problems)
+
+
+# pdm: "Candidate rejected because it contains invalid metadata: pandas@0.23.4"; uv: "Because
+# pandas==0.23.4 has invalid metadata"
+_INVALID_METADATA = re.compile(r"contains invalid metadata: (?P<name>[A-Za-z0-9][\w.-]*)@(?P<version>[\w.!+-]+)"
+                               r"|(?P<uvname>[A-Za-z0-9][\w.-]*)==(?P<uvver>[\w.!+-]+) has invalid metadata")
 
 
 def _python_refused(lines: list[str]) -> Problem | None:
@@ -564,6 +583,49 @@ def rule_nearest_release(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Ste
                     f"no release of {p.package} satisfies {r.specifier}; unconstrained",
                     _edit(reqs, i, new))
     return None
+
+
+def rule_valid_metadata(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
+    """An exact pin whose release the resolver passed over for metadata that no longer parses
+    (pandas 0.23.4 declares "pytz (>=2011k)": delinker, corpus8) moves to the next newer release;
+    a range or a name required by others excludes the rejected releases (``!=``). Newer releases
+    fixed their metadata, so the steps go up one release at a time and never come back."""
+    if p.kind != "invalid-metadata":
+        return None
+    rejected = [r.split("==", 1)[1] for r in p.requirements]
+    available = facts.versions.get(p.package) or ()
+    for i in find(reqs, p.package):
+        r = _parse(reqs[i])
+        wanted = pinned_version(reqs[i])
+        if r is None or wanted is None or wanted not in rejected:
+            continue
+        try:
+            newer = sorted((Version(v) for v in available if not Version(v).is_prerelease
+                            and Version(v) > Version(wanted) and v not in rejected))
+        except InvalidVersion:
+            newer = []
+        if not newer:
+            return None
+        new = _format(r.name, r, f"=={newer[0]}")
+        return Step("valid-metadata", p.package, reqs[i], new,
+                    f"{p.package} {wanted}'s metadata does not parse today (a legacy version specifier), so no "
+                    f"resolver takes it; {newer[0]} is the next release", _edit(reqs, i, new))
+    hits = find(reqs, p.package)
+    excluded = ",".join(f"!={v}" for v in rejected)
+    if hits:
+        i = hits[0]
+        r = _parse(reqs[i])
+        if r is None or all(f"!={v}" in str(r.specifier) for v in rejected):
+            return None
+        spec = ",".join(x for x in (str(r.specifier), excluded) if x)
+        new = _format(r.name, r, spec)
+        return Step("valid-metadata", p.package, reqs[i], new,
+                    f"{p.package} {', '.join(rejected)}: metadata that does not parse today; excluded",
+                    _edit(reqs, i, new))
+    new = f"{p.package}{excluded}"
+    return Step("valid-metadata", p.package, "", new,
+                f"{p.package} {', '.join(rejected)}: metadata that does not parse today; excluded",
+                (*reqs, new))
 
 
 def _widened(req: str) -> str | None:
@@ -836,6 +898,7 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("strip-local-version", rule_strip_local_version),
     ("rename", rule_rename),
     ("nearest-release", rule_nearest_release),
+    ("valid-metadata", rule_valid_metadata),
     ("former-name", rule_former_name),
     ("not-on-index", rule_not_on_index),
     ("unimported-unavailable", rule_unimported_unavailable),
@@ -894,7 +957,7 @@ def packages_to_look_up(problems: Iterable[Problem], reqs: Sequence[str] = ()) -
     a conflicting package that ``reqs`` pins exactly (for nearest-compatible)."""
     out = set()
     for p in problems:
-        if p.kind == "not-found" and p.package:
+        if p.kind in ("not-found", "invalid-metadata") and p.package:
             out.add(p.package)
         elif p.kind == "conflict" and p.package and any(
                 (v := pinned_version(reqs[i])) is not None and "*" not in v for i in find(tuple(reqs), p.package)):

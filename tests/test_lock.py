@@ -1094,3 +1094,61 @@ def test_lock_request__the_dummy_beside_the_real_distribution__dropped_not_dupli
     assert out.category == 2 and [(s.rule, s.after) for s in out.steps] == [("rename", "")]
     assert sorted(seen[-1]) == ["numpy", "scikit-learn==0.24.2"]
     assert lock.check_lock_dir(req.project_dir) == []
+
+
+PANDAS_INVALID = """pdm.termui: Invalid metadata in pandas@{v}: pytz (>=2011k): Expected matching RIGHT_PARENTHESIS for LEFT_PARENTHESIS, after version specifier
+pdm.termui: Candidate rejected because it contains invalid metadata: pandas@{v}
+pdm.termui: Conflicts detected: 
+Traceback (most recent call last):
+  File "/x/lib/python3.11/site-packages/pdm/resolver/resolvelib.py", line 40, in resolve
+    raise ResolutionError("Unable to find a resolution") from None
+pdm.exceptions.ResolutionError: Unable to find a resolution
+"""
+
+
+def test_lock_request__pinned_release_with_metadata_that_no_longer_parses__next_releases_until_one_does(
+        tmp_path: Path) -> None:
+    """delinker (corpus8, 2019): pandas 0.23.4 declares "pytz (>=2011k)", which today's parsers
+    refuse; pdm passes the release over and says only "Unable to find a resolution" (the reason is
+    in its log). The pin moves one release up at a time (rule valid-metadata) until one parses:
+    0.24.0 does not either, 0.24.1 does."""
+    d = _project(tmp_path, ["numpy==1.15.4", "pandas==0.23.4"])
+    seen: list[tuple[str, ...]] = []
+
+    def pdm(argv, cwd, env):  # type: ignore[no-untyped-def]
+        deps = lock.read_pyproject(Path(argv[argv.index("-p") + 1]) / "pyproject.toml")["project"]["dependencies"]
+        bad = next((x.split("==")[1] for x in deps if x in ("pandas==0.23.4", "pandas==0.24.0")), None)
+        if bad is None:
+            return _pdm_failing_while(lambda deps: False, seen, "")(argv, cwd, env)
+        if "--append" not in argv:
+            seen.append(tuple(deps))
+        return Completed(tuple(argv), 1, "", PANDAS_INVALID.format(v=bad))
+
+    runner = FakeRunner()
+    runner.on(lock.pdm_command(), pdm)
+    runner.on([lock.sys.executable, "-m", "pip", "index"],
+              "pandas (0.25.3)\nAvailable versions: 0.25.3, 0.24.2, 0.24.1, 0.24.0, 0.23.4, 0.23.3\n")
+    runner.on([lock.sys.executable, "-c"], Completed((), 0, "\n", ""))
+    out = lock.lock_request(lock.LockRequest("p", d, "3.11"), runner=runner, python_exe=Path("/usr/bin/python3"))
+    assert out.category == 2, [a.error for a in out.attempts]
+    assert [s.rule for s in out.steps] == ["valid-metadata", "valid-metadata"]
+    assert seen[-1] == ("numpy==1.15.4", "pandas==0.24.1")
+    assert "metadata does not parse today" in out.steps[0].reason
+    assert "invalid metadata: pandas@0.23.4" in out.attempts[0].error
+
+
+def test_relax__invalid_metadata__pip_uv_words_and_ranges() -> None:
+    from pyrepro import relax
+
+    uv = ("error: No solution found when resolving dependencies cause: Because pandas==0.23.4 has invalid metadata "
+          "and you require pandas==0.23.4, we can conclude that your requirements are unsatisfiable.")
+    probs = relax.diagnose(uv)
+    assert probs[0].kind == "invalid-metadata" and probs[0].requirements == ("pandas==0.23.4",)
+    facts = relax.Facts(versions={"pandas": ("0.23.4", "0.24.0rc1", "0.24.0")})
+    step = relax.relax(uv, ["pandas==0.23.4"], facts)
+    assert step is not None and step.after == "pandas==0.24.0"  # no pre-release
+    ranged = relax.relax(uv, ["pandas>=0.20"], facts)
+    assert ranged is not None and ranged.after == "pandas>=0.20,!=0.23.4"
+    assert relax.relax(uv, ["pandas>=0.20,!=0.23.4"], facts) is None  # excluded already: nothing more
+    dep = relax.relax(uv, ["matplotlib==3.0.2"], facts)
+    assert dep is not None and dep.before == "" and dep.after == "pandas!=0.23.4"

@@ -112,6 +112,54 @@ ERROR: Command errored out with exit status 1: python setup.py egg_info Check th
 """
 
 
+PYMC_NEEDS_NUMPY = """Collecting pymc
+  Downloading pymc-2.3.8.tar.gz (385 kB)
+    ERROR: Command errored out with exit status 1:
+     command: /x/bin/python -c 'import sys, setuptools, tokenize; ...' egg_info --egg-base /tmp/pip-pip-egg-info-T
+         cwd: /tmp/pip-download-dB7Yhm/pymc/
+    Complete output (9 lines):
+    Traceback (most recent call last):
+      File "/tmp/pip-download-dB7Yhm/pymc/setup.py", line 124, in setup_pymc
+        .format(numpy_req_str))
+    ImportError: NumPy is not installed.
+    PyMC requires NumPy >= 1.8.
+    ----------------------------------------
+ERROR: Command errored out with exit status 1: python setup.py egg_info Check the logs for full command output.
+"""
+
+
+@pytest.mark.usefixtures("_no_lock_env")
+def test_lock_request__python_27__setup_py_imports_numpy_for_metadata__installed_first_then_locked(
+        tmp_path: Path) -> None:
+    """spearmint (corpus8 held, 2016): pymc 2.3.8's setup.py needs NumPy to write its metadata
+    ("ImportError: NumPy is not installed."), and pip on Python 2 runs it in the resolving
+    environment: numpy goes in there, pip downloads again, and the lock says why. A setup.py that
+    fails for another reason is not retried."""
+    d = _project(tmp_path, ["pymc", "numpy"])
+    installed: list[str] = []
+
+    def pip(argv, cwd, env):  # type: ignore[no-untyped-def]
+        if "numpy" not in installed:
+            return Completed(tuple(argv), 1, "", PYMC_NEEDS_NUMPY)
+        dest = Path(argv[argv.index("--dest") + 1])
+        (dest / "pymc-2.3.8.tar.gz").write_bytes(b"pymc")
+        (dest / "numpy-1.16.6-cp27-cp27mu-manylinux1_x86_64.whl").write_bytes(b"np")
+        return Completed(tuple(argv), 0, "Successfully downloaded", "")
+
+    def install(argv, cwd, env):  # type: ignore[no-untyped-def]
+        installed.append(argv[-1])
+        return Completed(tuple(argv), 0, "Successfully installed numpy-1.16.6", "")
+
+    runner = FakeRunner().on([str(PY2), "-m", "pip", "download"], pip).on([str(PY2), "-m", "pip", "install"], install)
+    out = lock.lock_request(lock.LockRequest("m", d, "2.7"), runner=runner, python_exe=PY2)
+    assert out.category == 1 and installed == ["numpy"]
+    assert lock.read_lock_versions((d / "pdm.lock").read_text()) == {"numpy": "1.16.6", "pymc": "2.3.8"}
+    assert piplock.setup_import(PYMC_NEEDS_NUMPY) == "numpy"
+    assert piplock.setup_import(ASE_REFUSES.format(v="3.19.2")) is None
+    assert piplock.setup_import("ImportError: No module named Cython.Build\n... egg_info ...") == "cython"
+    assert piplock.setup_import("ImportError: No module named numpy (not a metadata build)") is None
+
+
 @pytest.mark.usefixtures("_no_lock_env")
 @pytest.mark.parametrize("declared", ["ase", None])
 def test_lock_request__python_27__sdist_refuses_python_2__one_series_older_each_time(

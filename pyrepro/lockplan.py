@@ -40,9 +40,10 @@ MAX_STEPS = 8
 GUIDED_RULE = "resolver-guided"
 #: a requirement the code never imports that uv's explanation of a failed resolution runs through
 UNRESOLVABLE_RULE = "unimported-unresolvable"
-# relaxation steps that do not count toward MAX_STEPS: a dropped name the index lacks, and the pins
-# of a guided resolution (one per requirement, taken together once)
-UNCOUNTED_RULES = frozenset({"not-on-index", GUIDED_RULE})
+# relaxation steps that do not count toward MAX_STEPS: a dropped name the index lacks, the pins of a
+# guided resolution (one per requirement, taken together once), and a pin moving past releases whose
+# metadata no longer parses (forced, and only ever upwards: pandas 0.23.4 to 0.25.0 took four)
+UNCOUNTED_RULES = frozenset({"not-on-index", GUIDED_RULE, "valid-metadata"})
 _ACTIONABLE = ("not-found", "conflict", "build-failed", "python-refused", "invalid-metadata")
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -672,6 +672,21 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
         from pyrepro.index import WheelIndex
 
         index = WheelIndex(paths.cache)
+    def relock_or_fail(persist: Callable[[], None], moved: Any, exc: PyreproError, reason: str, *,
+                       start: str | None, built_nothing: bool) -> Any:
+        """A build-stage move that edits model.toml (``persist``) and relocks: the new spec, or None
+        after every file went back and the build stage was recorded as failed (``built_nothing``:
+        the lock's environment never built, so it counts as category 4)."""
+        new, _outcome = _relock_or_restore(spec, persist, paths, runner=runner, progress=progress,
+                                           lock_timeout=_lock_timeout(rec, lock_timeout), start=start)
+        moves.append(replace(moved, ok=new is not None))
+        if new is None:
+            if built_nothing:
+                _lock_did_not_build(stages, exc)
+            stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)) + f" ({reason}; that relock found "
+                                "no lock)", _next_step(exc, _BUILD_FIX)))
+        return new
+
     while True:  # one build and import check per pass; a relock an import failure asked for starts the next
         # 3. build
         t0 = clock()
@@ -694,15 +709,11 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                                         gist(str(exc)) + (f" ({move.reason})" if getattr(move, "reason", "") else ""),
                                         _next_step(exc, _BUILD_FIX)))
                     return done(exc)
-                new, relocked_src = _relock_or_restore(
-                    spec, lambda mv=move: lock.persist_source_to_index(lock.LockRequest.from_spec(spec), mv.names,
-                                                                      mv.reason),
-                    paths, runner=runner, progress=progress, lock_timeout=_lock_timeout(rec, lock_timeout),
-                    start="date-bounded" if spec.submitted is not None else None)
-                moves.append(repair.Moved("source", "build", ok=new is not None, modules=move.names))
+                new = relock_or_fail(
+                    lambda mv=move: lock.persist_source_to_index(lock.LockRequest.from_spec(spec), mv.names, mv.reason),
+                    repair.Moved("source", "build", modules=move.names), exc, move.reason,
+                    start="date-bounded" if spec.submitted is not None else None, built_nothing=False)
                 if new is None:
-                    stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)) + f" ({move.reason}; that "
-                                        "relock found no lock)", _next_step(exc, _BUILD_FIX)))
                     return done(exc)
                 rec.setdefault("relaxed", []).append(f"{', '.join(move.names)} from the index: {move.reason}")
                 replaced.append(f"git source {', '.join(move.names)} -> the index's")
@@ -718,15 +729,10 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                                         move.hint or _next_step(exc, _BUILD_FIX)))
                     return done(exc)
                 if isinstance(move, repair.RelockByEra):  # an undated sdist that did not build: its day bounds
-                    new, relocked_era = _relock_or_restore(
-                        spec, lambda mv=move: lock.persist_era(lock.LockRequest.from_spec(spec), mv.day, mv.reason),
-                        paths, runner=runner, progress=progress, lock_timeout=_lock_timeout(rec, lock_timeout),
-                        start="date-bounded")
-                    moves.append(repair.Moved("era-of", "build", ok=new is not None))
+                    new = relock_or_fail(
+                        lambda mv=move: lock.persist_era(lock.LockRequest.from_spec(spec), mv.day, mv.reason),
+                        repair.Moved("era-of", "build"), exc, move.reason, start="date-bounded", built_nothing=True)
                     if new is None:
-                        _lock_did_not_build(stages, exc)
-                        stages.append(Stage("build", "failed", clock() - t0, gist(str(exc)) + f" ({move.reason}; "
-                                            "that relock found no lock)", _next_step(exc, _BUILD_FIX)))
                         return done(exc)
                     rec.setdefault("relaxed", []).append(f"submission date {move.day}: {move.reason}")
                     replaced.append(f"date bound {move.day}")

@@ -233,7 +233,10 @@ _PIP_ANY_FILE = re.compile(r"^\s*(?:Downloading|Using cached|File was already do
 _PIP_WRONG_PYTHON = re.compile(r"Package '([^']+)' requires a different Python: \S+ not in '([^']+)'")
 _REFUSES_PYTHON = re.compile(r"Python \d+(?:\.\d+)*\+? (?:or (?:later|newer|above|greater) )?is required|"
                              r"requires? Python \d|Python 2(?:\.7)? is (?:no longer|not) supported|"
-                             r"only supports? Python 3|SyntaxError", re.IGNORECASE)
+                             r"only supports? Python 3|SyntaxError|"
+                             # Python 3's open() in a setup.py run by Python 2 (pyface 7.2.0, mayavi's)
+                             r"'encoding' is an invalid keyword argument|unexpected keyword argument 'encoding'",
+                             re.IGNORECASE)
 
 
 def _clean(text: str) -> str:

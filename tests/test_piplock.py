@@ -211,9 +211,26 @@ ERROR: Package 'requests-oauthlib' requires a different Python: 2.7.18 not in '>
 """
 
 
+PYFACE_PY3_OPEN = """Collecting pyface>=6.1.1
+  Downloading pyface-7.2.0.tar.gz (4.0 MB)
+    ERROR: Command errored out with exit status 1:
+     command: /x/bin/python -c 'import sys, setuptools, tokenize; ...' egg_info --egg-base /tmp/pip-pip-egg-info-W
+         cwd: /tmp/pip-download-9Mtsnp/pyface/
+    Complete output (7 lines):
+    Traceback (most recent call last):
+      File "/tmp/pip-download-9Mtsnp/pyface/setup.py", line 298, in <module>
+        with open("README.rst", "r", encoding="utf-8") as readme:
+    TypeError: 'encoding' is an invalid keyword argument for this function
+    ----------------------------------------
+ERROR: Command errored out with exit status 1: python setup.py egg_info Check the logs for full command output.
+"""
+
+
 @pytest.mark.parametrize(("text", "package", "after", "said"), [
     # a sdist whose build requirement has no Python 2 release (grammarvae, corpus6 dev: through tables)
     (NUMEXPR_BUILD_DEPS, "numexpr", "numexpr<2.8", "its build requirements do not install"),
+    # a setup.py written for Python 3 (open(..., encoding=)): protfun's mayavi -> pyface 7.2.0, corpus9 dev
+    (PYFACE_PY3_OPEN, "pyface", "pyface<7.2", "'encoding' is an invalid keyword argument"),
     # a file whose own metadata excludes Python 2, which the (local) index listing did not say
     (OAUTHLIB_METADATA, "requests-oauthlib", "requests-oauthlib<2.0", "requires Python >=3.4"),
 ])

@@ -131,6 +131,15 @@ def abi_ceilings() -> tuple[tuple[str, str, tuple[str, ...], str], ...]:
     return tuple(out)
 
 
+def build_tool(command: str) -> tuple[str, str] | None:
+    """(distribution, reason) of a build's command-line tool that PyPI ships as a binary wheel (the
+    name table's ``[build_tools]``, by the command's file name), or None."""
+    entry = _table().get("build_tools", {}).get(command.rsplit("/", 1)[-1])
+    if isinstance(entry, dict) and isinstance(entry.get("distribution"), str):
+        return canonicalize_name(entry["distribution"]), str(entry.get("reason", ""))
+    return None
+
+
 def conda_system_reason(name: str) -> str | None:
     """Why a conda package (``libgcc-ng``, ``pytorch-cuda``) is no Python distribution, or None:
     the first glob of the [conda_system] table that matches the lower-case name."""

@@ -177,6 +177,52 @@ def test_build_env__sdist_fails_isolated__retried_without_isolation(tmp_path: Pa
     assert pip_calls[2][-2:] == ["setuptools", "wheel"] and "--require-hashes" not in pip_calls[2]
 
 
+def test_build_env__sdist_runs_a_tool_pypi_ships__its_wheel_installed_on_path_before_the_retry(
+        tmp_path: Path) -> None:
+    """ebo (corpus9 dev, Python 2): box2d 2.3.2's setup.py runs swig ("error: command 'swig'
+    failed"). swig is in the name table's [build_tools]: before the build without isolation, its
+    binary wheel goes into the environment (never an sdist of it), whose bin/ is first on PATH for
+    the build; the record says so. A tool that is not in the table (gfortran) installs nothing."""
+    root = tmp_path / "root"
+    shutil.copytree(SC / "models", root / "models")
+    lock = root / "models" / "mini" / "pdm.lock"
+    lock.write_text(lock.read_text() + SDIST_PKG)
+    paths = Paths(root=root, cache=tmp_path / "cache")
+    spec = load_registry(paths.models).get("mini")
+    pip_calls: list[list[str]] = []
+    paths_seen: list[str] = []
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[1:4] == ["-m", "pip", "download"]:
+            return Completed(tuple(argv), 0, "", "")
+        if argv[1:4] == ["-m", "pip", "install"]:
+            pip_calls.append(argv[4:])
+            if argv[-1].endswith("requirements-sdist.txt"):
+                paths_seen.append(kw["env"]["PATH"])
+                if "--no-build-isolation" not in argv:
+                    return Completed(tuple(argv), 1, "", "swigging Box2D/Box2D.i to Box2D/Box2D_wrap.cpp\n"
+                                                         "error: command 'swig' failed with exit status 1\n")
+            return Completed(tuple(argv), 0, "", "")
+        return proc.run(cmd, **kw)
+
+    from pyrepro.index import Index
+
+    env_dir, _key, _version, _hit = local.build_env(spec, paths, runner=runner, platform="linux-x86_64",
+                                                    index=Index(paths.cache, lambda url: None))
+    assert (env_dir / local.COMPLETE).is_file()
+    swig = next(c for c in pip_calls if c[-1] == "swig")
+    assert swig[-3:-1] == ["--only-binary", ":all:"]
+    assert pip_calls.index(swig) < len(pip_calls) - 1  # before the build without isolation
+    assert paths_seen[-1].split(":")[0].endswith("/bin") and not paths_seen[0].split(":")[0].startswith(
+        paths_seen[-1].split(":")[0])
+    info = json.loads((env_dir / local.COMPLETE).read_text())
+    assert info["no_isolation_build_tools"]["commands"] == ["swig"]
+    assert local.build_tools_named("error: command 'gfortran' failed with exit status 1") == ()
+    assert local.build_tools_named("unable to execute 'swig': No such file", "cmake: command not found") == \
+        ("swig", "cmake")
+
+
 def _built(lock_toml: Path) -> dict | None:  # type: ignore[type-arg]
     import tomllib
 

@@ -353,6 +353,15 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                                   on_line=output_detail(progress, label, pip_detail))
                     progress.advance(label, 0, "build tools for the build without isolation: " + " ".join(tools))
                     no_isolation = {"tools": tools, "ok": done.returncode == 0}
+                    commands = build_tools_named(*outputs)
+                    if commands:  # a command the failed build ran (swig): its binary wheel, on PATH
+                        got = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--progress-bar=off",
+                                      "--only-binary", ":all:", *commands], env=env, check=False, timeout=1800,
+                                     on_line=output_detail(progress, label, pip_detail))
+                        progress.advance(label, 0, "command-line tools the build ran: " + " ".join(commands))
+                        no_isolation["commands"] = list(commands)
+                        no_isolation["commands_ok"] = got.returncode == 0
+                    env = {**env, "PATH": f"{tmp / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
                 def install(*extra: str, flags: list[str] = flags, req: Path = req, group: list[Locked] = group) -> Any:
                     run_env = iso_env if group is sdists and not flags else env
                     if group is sdists and len(group) > 1 and build_jobs() > 1:
@@ -735,6 +744,25 @@ _SYSTEM_NEEDS = (
     re.compile(r"error: command '([\w.+/-]*(?:gcc|g\+\+|cc|gfortran|clang))' failed"),
     re.compile(r"Can not find Rust compiler|(cargo|rustc) (?:is )?not found"),
 )
+
+
+# a build that ran a command it could not run, or that failed at once for want of it
+_TOOL_FAILED = re.compile(r"error: command '([\w.+/-]+)' failed|unable to execute '([\w.+/-]+)'|"
+                          r"\b([\w.+-]+): (?:command )?not found|No such file or directory: '([\w.+/-]+)'")
+
+
+def build_tools_named(*pip_outputs: str) -> tuple[str, ...]:
+    """Distributions of the build tools (the name table's ``[build_tools]``: swig, cmake) that the
+    failed builds ran or looked for, in order of first mention; () when none."""
+    from pyrepro.resolve import build_tool
+
+    out: dict[str, None] = {}
+    for text in pip_outputs:
+        for m in _TOOL_FAILED.finditer(text):
+            got = build_tool(next(g for g in m.groups() if g))
+            if got is not None:
+                out[got[0]] = None
+    return tuple(out)
 
 
 def system_needs(*pip_outputs: str) -> tuple[str, ...]:

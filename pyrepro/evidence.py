@@ -236,7 +236,8 @@ WheelCheck = Callable[[str, str, str], bool | None]  # (distribution, version, p
 
 def stdlib_bounds(uses: Sequence[Any]) -> tuple[str, str, str]:
     """(lowest, highest, what) Python the code's standard-library imports allow (``scan.StdlibUse``:
-    ``import imp`` allows 3.11 at the newest, ``import tomllib`` 3.11 at the oldest). Imports
+    ``import imp`` allows 3.11 at the newest, ``import tomllib`` 3.11 at the oldest), and uses of APIs a
+    later series removed (``scan.ApiUse``: ``tf.placeholder`` allows 3.7 at the newest). Imports
     behind a guard, and modules the reviewed name table maps to a replacement on PyPI
     (``distutils`` -> setuptools), are no evidence. ``what`` names the imports that bound."""
     from pyrepro.resolve import _mapping
@@ -247,8 +248,11 @@ def stdlib_bounds(uses: Sequence[Any]) -> tuple[str, str, str]:
     for u in uses:
         if u.optional or u.module in replaced:
             continue
+        if not u.last:
+            continue
         if version_key(u.first) > version_key(lo) or version_key(u.last) < version_key(hi):
-            said.append(f"{u.location} imports {u.module} (standard library of Python {u.first}-{u.last} only)")
+            said.append(u.bound() if hasattr(u, "bound") else
+                        f"{u.location} imports {u.module} (standard library of Python {u.first}-{u.last} only)")
         lo = max(lo, u.first, key=version_key)
         hi = min(hi, u.last, key=version_key)
     return lo, hi, "; ".join(dict.fromkeys(said))

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import tomlkit
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from pyrepro import generate, sources
 from pyrepro.errors import InputError, NotFoundError, UsageError
@@ -341,7 +343,7 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
         doc["notes"] = "; ".join(notes)
     dropped_decls = {id(o) for _k, others in set_aside.values() for o in others}
     for decl, spec in specs:
-        if decl.name not in used and decl.name not in extra or id(decl) in dropped_decls:
+        if (decl.name not in used and decl.name not in extra) or id(decl) in dropped_decls:
             continue
         if spec and "@" not in decl.spec and (decl.name, spec) not in seen_specs:
             seen_specs.add((decl.name, spec))
@@ -349,6 +351,19 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
             t.update({"name": decl.name, "spec": spec,
                       "reason": f"{DECLARED_REASON} ({decl.path}:{decl.line})"})
             pins.append(t)
+    # an API a later series removed (tf.placeholder): that distribution is held before the series,
+    # unless the submission pins it exactly (its pin is the authors' word)
+    exactly = {n for n, _v in _exact_pins(scan)}
+    for use in scan.api_uses:
+        req = Requirement(use.requirement)
+        dist = canonicalize_name(req.name)
+        if dist in exactly or (dist not in used and dist not in extra) or (dist, str(req.specifier)) in seen_specs:
+            continue
+        seen_specs.add((dist, str(req.specifier)))
+        t = tomlkit.table()
+        t.update({"name": dist, "spec": str(req.specifier),
+                  "reason": f"the code uses {use.module} ({use.location}): {use.reason} (rule api-era)"})
+        pins.append(t)
     for m in wheel_matches:
         if m.declared and m.spec and (m.distribution, m.spec) not in seen_specs:
             seen_specs.add((m.distribution, m.spec))
@@ -543,7 +558,7 @@ def decide(folder: Path, scan: ScanResult, *, name: str, models_dir: Path, pytho
         date = dt.date.fromisoformat(submitted) if submitted else None
         choice = evidence.choose_python(found, submitted=date, pins=pins,
                                         wheel_check=index.has_wheel if index is not None else None,
-                                        stdlib_uses=scan.stdlib_uses)
+                                        stdlib_uses=(*scan.stdlib_uses, *scan.api_uses))
         py, why = choice.version, choice.reason
     gpu, gpu_why = evidence.gpu_evidence(folder, distributions=[*scan.required, *scan.optional_distributions])
     found_b = evidence.benchmarks_of(folder)

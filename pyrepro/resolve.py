@@ -140,6 +140,16 @@ def build_tool(command: str) -> tuple[str, str] | None:
     return None
 
 
+@functools.lru_cache(maxsize=1)
+def api_eras() -> dict[str, tuple[str, str, str]]:
+    """The name table's ``[api_eras]``: dotted name -> (requirement, newest Python, reason)."""
+    out = {}
+    for name, entry in _table().get("api_eras", {}).items():
+        if isinstance(entry, dict) and isinstance(entry.get("requirement"), str):
+            out[str(name)] = (entry["requirement"], str(entry.get("python", "")), str(entry.get("reason", "")))
+    return out
+
+
 def conda_system_reason(name: str) -> str | None:
     """Why a conda package (``libgcc-ng``, ``pytorch-cuda``) is no Python distribution, or None:
     the first glob of the [conda_system] table that matches the lower-case name."""

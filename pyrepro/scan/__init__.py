@@ -38,11 +38,17 @@ from pathlib import Path
 from typing import Any
 
 from pyrepro.errors import NotFoundError
-from pyrepro.resolve import Resolution, Resolver
-from pyrepro.scan import fastpy, notebook, shell
+from pyrepro.resolve import Resolution, Resolver, api_eras
+from pyrepro.scan import apiuse, fastpy, notebook, shell
 from pyrepro.scan import metadata as meta
 from pyrepro.scan import python as pysrc
-from pyrepro.scan.stdlib import known_versions, name_span, python2_only_names, python3_span, stdlib_names
+from pyrepro.scan.stdlib import (
+    known_versions,
+    name_span,
+    python2_only_names,
+    python3_span,
+    stdlib_names,
+)
 from pyrepro.types import Location
 
 SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules", ".venv", "venv", ".tox", ".mypy_cache"}
@@ -121,6 +127,7 @@ class FileFacts:
     unreadable: tuple[Warning_, ...] = ()  # a declaration file that could not be read at all, and why
     python2: tuple[Warning_, ...] = ()
     python3: tuple[Warning_, ...] = ()  # the first Python-3-only syntax of a file without Python 2 evidence
+    api_uses: tuple[tuple[str, Location], ...] = ()  # (``[api_eras]`` name, where it is used)
     entry_points: tuple[EntryPoint, ...] = ()
     syspath: tuple[tuple[Location, str], ...] = ()
     script: bool = False  # run as a script (a notebook, or ``if __name__ == "__main__"``)
@@ -182,6 +189,31 @@ class StdlibUse:
 
 
 @dataclass(frozen=True)
+class ApiUse:
+    """A use of an API that a later series of its distribution removed (the name table's
+    ``[api_eras]``: ``tf.placeholder`` is TensorFlow 1): evidence of the releases the code was
+    written for, and of the newest Python (``last``) with such a release."""
+    module: str  # the dotted name as the table has it (tensorflow.placeholder)
+    requirement: str  # what it needs (tensorflow<2)
+    last: str  # the newest CPython with a release that satisfies it ("" : no bound)
+    reason: str
+    location: Location
+    first: str = "2.7"  # no lower bound (``stdlib_bounds`` reads both)
+    optional: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.module} ({self.requirement}: {self.reason})"
+
+    def bound(self) -> str:
+        """How ``evidence.stdlib_bounds`` names it."""
+        return f"{self.location} uses {self.module}, which needs {self.requirement} (CPython {self.last} at the newest)"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.module, "requirement": self.requirement, "python_max": self.last,
+                "reason": self.reason, "location": self.location.to_json()}
+
+
+@dataclass(frozen=True)
 class ScanResult:
     root: Path
     python: str
@@ -196,6 +228,7 @@ class ScanResult:
     local: tuple[LocalModule, ...] = field(default=())
     stdlib_uses: tuple[StdlibUse, ...] = ()
     unreadable: tuple[Warning_, ...] = ()  # declaration files not read at all (broken JSON/TOML), with where
+    api_uses: tuple[ApiUse, ...] = ()  # uses of APIs a later series removed (tf.placeholder)
 
     @property
     def local_modules(self) -> tuple[str, ...]:
@@ -274,6 +307,7 @@ class ScanResult:
             "unused_declared": list(self.unused_declared),
             "warnings": [str(w) for w in (*self.warnings, *self.python2_evidence)],
             "stdlib_uses": [u.to_json() for u in self.stdlib_uses],
+            "api_uses": [u.to_json() for u in self.api_uses],
         }
         if self.unreadable:  # only when there is one: the contract's other keys are always there
             out["unreadable_declarations"] = [{"location": w.location.to_json(), "message": w.message}
@@ -390,7 +424,7 @@ def _code_payload(parsed: pysrc.Parsed, cell: int | None, out: dict[str, list[An
 
 def _empty_payload() -> dict[str, Any]:
     return {"imports": [], "commands": [], "warnings": [], "python2": [], "python3": [], "syspath": [],
-            "entry_points": [], "script": False, "lines": 0, "code": False, "commented_installs": []}
+            "entry_points": [], "script": False, "lines": 0, "code": False, "commented_installs": [], "api_uses": []}
 
 
 # Syntax that Python 2 cannot parse, found line by line (the fast reader parses only what can hold
@@ -462,6 +496,7 @@ def extract_bytes(kind: str, data: bytes, thorough: bool = False) -> dict[str, A
         _code_payload(parsed, None, out)
         _python3_payload(text, parsed, None, out)
         _commented_installs(text, None, out)
+        out["api_uses"] = [list(u) for u in apiuse.find_uses([(None, text)], api_eras())]
     elif kind == "notebook":
         out["code"] = True
         try:
@@ -473,6 +508,7 @@ def extract_bytes(kind: str, data: bytes, thorough: bool = False) -> dict[str, A
             out["warnings"].append([None, None, f"a {lang} notebook; skipped"])
             return out
         out["script"] = True  # a notebook runs in its own folder
+        out["api_uses"] = [list(u) for u in apiuse.find_uses([(c.index, c.source) for c in cells], api_eras())]
         for c in cells:
             out["lines"] += _count_lines(c.source)
             cell_parsed = pysrc.parse_code(c.source)
@@ -518,6 +554,7 @@ def _facts(src: SourceFile, payload: dict[str, Any]) -> FileFacts:
         source=src, imports=imports, commands=commands, declared=tuple(declared), warnings=tuple(warnings),
         python2=tuple(Warning_(loc(line, cell), msg) for line, cell, msg in payload["python2"]),
         python3=tuple(Warning_(loc(line, cell), msg) for line, cell, msg in payload.get("python3", ())),
+        api_uses=tuple((name, loc(line, cell)) for name, line, cell in payload.get("api_uses", ())),
         entry_points=tuple(EntryPoint(i, s, loc(line, None)) for i, s, line in payload["entry_points"]),
         syspath=tuple((loc(line, cell), folder) for line, cell, folder in payload["syspath"]),
         script=bool(payload["script"]), lines=int(payload["lines"]), code=bool(payload["code"]))
@@ -749,6 +786,7 @@ class Classified:
     stdlib_uses: tuple[StdlibUse, ...] = ()
     unreadable: tuple[Warning_, ...] = ()
     root_package: bool = False  # the scanned folder has an __init__.py of its own
+    api_uses: tuple[ApiUse, ...] = ()
 
 
 class _LocalIndex:
@@ -987,9 +1025,13 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
         python2 = []
     declared = _refined_by_locks(declared)
     local = tuple(LocalModule(m, p, tuple(sorted(set(locs), key=_loc_key))) for m, (p, locs) in sorted(local_locs.items()))
+    eras = api_eras()
+    api = tuple(sorted((ApiUse(name, eras[name][0], eras[name][1], eras[name][2], where)
+                        for f in facts for name, where in f.api_uses if name in eras),
+                       key=lambda u: _loc_key(u.location)))
     return Classified(tuple(third), local, _tree_modules(walked.all_files),
                       tuple(python2), tuple(warnings), tuple(tools), tuple(entries), tuple(declared), n_files, n_lines,
-                      tuple(uses), tuple(unreadable), "__init__.py" in walked.all_files)
+                      tuple(uses), tuple(unreadable), "__init__.py" in walked.all_files, api)
 
 
 _LOCKED_PROJECTS = frozenset({"pyproject.toml", "pipfile"})
@@ -1174,7 +1216,7 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = (),
                         entry_points=classified.entry_points, declared=classified.declared,
                         warnings=tuple(warnings), python2_evidence=classified.python2, files=classified.files,
                         lines=classified.lines, local=local, stdlib_uses=classified.stdlib_uses,
-                        unreadable=classified.unreadable)
+                        unreadable=classified.unreadable, api_uses=classified.api_uses)
     if index is not None:
         _write_index(index, result)
     return result
@@ -1223,7 +1265,7 @@ def _code_digest() -> str:
     from an index an older one wrote."""
     here = Path(__file__).parent
     parts = []
-    for f in sorted([*here.glob("*.py"), here.parent / "resolve.py"]):
+    for f in sorted([*here.glob("*.py"), here.parent / "resolve.py", here.parent / "data" / "module_map.toml"]):
         try:
             st = f.stat()
         except OSError:

@@ -203,3 +203,41 @@ def test_jointly_satisfiable__ranges_that_meet_or_not(specs: list[str], ok: bool
     from pyrepro.init import jointly_satisfiable
 
     assert jointly_satisfiable(specs) is ok
+
+
+README_PROSE_LIST = """\
+# GATGNN
+
+## Requirements
+* Python 3.6
+* Pytorch (tested on 1.2.0) - preferably version 1.2.0 or later
+* Numpy   (tested on 1.17.3)
+* [PyTorch Geometric](https://pytorch-geometric.readthedocs.io) (1.6.1)
+* scikit-learn 0.22 or later
+* CUDA 10.1
+* a GPU with 8 GB
+
+## Results
+- Model A 0.35 eV (a list under another heading: not read)
+"""
+
+
+def test_init__readme_requirement_list_in_prose__versions_read_python_stated(write_files: Write,
+                                                                           tmp_path: Path) -> None:
+    """gatgnn and struct2seq (corpus9 dev, 2019-2020) state their requirements only as a README
+    list in prose ("Pytorch (tested on 1.2.0)", "PyTorch Geometric (1.6.1)"): each item with a
+    version under a heading that names requirements is a weak declaration (README line), the
+    Python item is Python evidence, "or later" is a lower bound; CUDA is no distribution, and
+    lists under other headings are not read."""
+    root = write_files({"sub/README.md": README_PROSE_LIST,
+                        "sub/train.py": "import torch\nimport numpy\nimport torch_geometric\nimport sklearn\n"})
+    doc = _init(root / "sub", tmp_path / "models")
+    pins = _pins(doc)
+    assert pins["torch"][0] == "==1.2.0" and "README.md:5" in pins["torch"][1]
+    assert pins["numpy"][0] == "==1.17.3"
+    assert pins["torch-geometric"][0] == "==1.6.1"
+    assert pins["scikit-learn"][0] == ">=0.22"
+    assert doc["python"] == "3.6" and "README.md:4" in doc["python_reason"]
+    assert "model-a" not in {*doc["dependencies"]["scanned"], *doc["dependencies"]["extra"], *pins}
+    assert metadata.readme_lists(["Dependencies:", "- numpy (1.2)", "", "Usage:", "- step 1.2.3 run"]) == \
+        [(2, "numpy==1.2", 2)]

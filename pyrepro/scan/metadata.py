@@ -23,13 +23,13 @@ import dataclasses
 import json
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from pyrepro.resolve import conda_system_reason, conda_to_pypi, module_alias, not_a_package_reason
+from pyrepro.resolve import conda_system_reason, conda_to_pypi, module_alias, not_a_package_reason, renamed
 
 # Keys of a requirements dict that hold a group of packages, not a package of that name.
 GROUP_KEYS = frozenset({"python", "pip", "pypi", "conda", "packages", "dependencies", "requirements", "other",
@@ -1179,6 +1179,57 @@ def _fenced_blocks(lines: list[str]) -> list[tuple[int, list[tuple[int, str]]]]:
     return blocks
 
 
+# A README section that lists what to install: its heading names requirements
+_REQ_SECTION = re.compile(r"\b(?:requirements?|dependenc(?:y|ies)|prerequisites?|environment|installation|install(?:ing)?|"
+                          r"packages|software|set ?up|libraries)\b", re.I)
+_MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+_LIST_ITEM = re.compile(r"^\s{0,8}(?:[-*+\u2022]|\d{1,2}[.)])\s+(.+)$")
+# a list item naming a package and its version: "PyTorch (tested on 1.2.0)", "Pandas 0.21.3",
+# "scikit-learn>=0.22", "PyTorch Geometric (1.6.1)", "RDKit: 2019.09.1", "Python 3.6"
+_LIST_REQ = re.compile(
+    r"^(?P<name>[A-Za-z][A-Za-z0-9_.\-]*(?:\s+[A-Z][A-Za-z0-9_.\-]*)?)\s*(?:\(\s*|:\s*|,\s*)?"
+    r"(?:(?:tested|used|verified|developed|run|built)\s+(?:on|with)\s+|version\s+|ver\.?\s*)?"
+    r"(?P<op>==|>=|~=|=)?\s*v?(?P<v>\d+(?:\.\d+){1,3}(?:[a-z]+\d*)?)(?![\d.]*[A-Za-z]{2})(?P<tail>.*)$", re.I)
+_LATER = re.compile(r"^\s*\)?\s*(?:\+|or\s+(?:later|higher|newer|above|greater)|and\s+(?:later|above|up))", re.I)
+
+
+def readme_lists(lines: Sequence[str]) -> list[tuple[int, str, int]]:
+    """Requirements a README lists in prose under a heading that names them (``## Requirements``,
+    ``Dependencies:``, a reStructuredText title): (line, ``name==version`` or ``name>=version``,
+    the list's first line) for each list item that names a package and a version ("Pytorch (tested
+    on 1.2.0)", "Pandas 0.21.3", "scikit-learn>=0.22"; "1.2.0 or later" is ``>=``). Items without a
+    version, and lists under other headings, are not read."""
+    out: list[tuple[int, str, int]] = []
+    section = False
+    start: int | None = None
+    for n, line in enumerate(lines, 1):
+        stripped = line.strip()
+        nxt = lines[n].strip() if n < len(lines) else ""
+        heading = None
+        if m := _MD_HEADING.match(line):
+            heading = m.group(1)
+        elif stripped and re.fullmatch(r"([=\-~^*#])\1{2,}", nxt) and not _LIST_ITEM.match(line):
+            heading = stripped  # a reStructuredText title (its underline follows)
+        elif re.fullmatch(r"(\*\*|__)[^*_]{2,60}\1:?|[A-Z][\w /&-]{2,60}:", stripped):
+            heading = stripped  # a bold line, or a short line ending in a colon
+        if heading is not None:
+            section, start = bool(_REQ_SECTION.search(heading)), None
+            continue
+        if not section or not (item := _LIST_ITEM.match(line)):
+            continue
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", item.group(1)).replace("**", "").replace("`", "").strip()
+        m = _LIST_REQ.match(text)
+        if m is None:
+            continue
+        words = "-".join(m.group("name").split()).lower()
+        name = renamed(words) or renamed(words.replace("-", "_")) or words  # PyTorch Geometric: torch-geometric
+        op = ">=" if m.group("op") == ">=" or _LATER.match(m.group("tail")) else \
+            ("~=" if m.group("op") == "~=" else "==")
+        start = start or n
+        out.append((n, f"{name}{op}{m.group('v')}", start))
+    return out
+
+
 def readme_commands(text: str) -> list[tuple[int, str, int | None]]:
     """Install commands a README gives, and requirement lists it shows: (line, text, block). A
     command is a ``pip install``/``conda install``/``conda create`` line in a code block, or in
@@ -1198,6 +1249,10 @@ def readme_commands(text: str) -> list[tuple[int, str, int | None]]:
             if _PIP_COMMAND.match(t) or _CONDA_COMMAND.match(t):
                 out.append((n, t, None))
                 seen.add(n)
+    for n, t, start in readme_lists(lines):
+        if n not in seen:
+            out.append((n, t, start))
+            seen.add(n)
     for n, line in enumerate(lines, 1):
         if n in seen:
             continue

@@ -359,6 +359,14 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
         dist = canonicalize_name(req.name)
         if dist in exactly or (dist not in used and dist not in extra) or (dist, str(req.specifier)) in seen_specs:
             continue
+        declared_specs = [sp for (n, sp) in seen_specs if n == dist]
+        if declared_specs and not jointly_satisfiable([*declared_specs, str(req.specifier)]):
+            # the submission declares a range the old API is not in (tensorflow>=2 beside tf.placeholder
+            # in one strategy file): its declaration is the authors' word
+            notes.append(f"{use.location} uses {use.module} ({use.requirement}), but the submission declares "
+                         f"{dist}{','.join(declared_specs)}: the declaration is kept")
+            doc["notes"] = "; ".join(notes)
+            continue
         seen_specs.add((dist, str(req.specifier)))
         t = tomlkit.table()
         t.update({"name": dist, "spec": str(req.specifier),

@@ -85,3 +85,14 @@ def test_find_uses__any_text__only_table_names_on_real_lines(text: str) -> None:
     eras = api_eras()
     for name, line, cell in apiuse.find_uses([(None, text)], eras):
         assert name in eras and 1 <= line <= max(1, len(text.splitlines())) and cell is None
+
+
+def test_init__tf1_code_but_a_declared_range_that_excludes_it__the_declaration_kept_and_said(
+        tmp_path: Path, write_files: Any) -> None:
+    """summit (corpus8, 2021) declares tensorflow ^2 and has one strategy file in TensorFlow 1: the
+    declared range is the authors' word; the note says what was seen."""
+    root = write_files({"sub/model.py": TF1, "sub/requirements.txt": "tensorflow>=2.3\nnumpy\n"})
+    doc = _init(root / "sub", tmp_path / "models", "--python", "3.8")
+    pyproject = (tmp_path / "models" / "sub" / "pyproject.toml").read_text()
+    assert '"tensorflow>=2.3"' in pyproject
+    assert "uses tensorflow.placeholder (tensorflow<2), but the submission declares tensorflow>=2.3" in doc["notes"]

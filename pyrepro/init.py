@@ -101,6 +101,32 @@ def _conflicting_exact_pins(scan: ScanResult) -> dict[str, tuple[Any, list[Any]]
     return out
 
 
+def api_eras_applied(scan: ScanResult) -> tuple[list[Any], list[tuple[Any, list[str]]]]:
+    """The scan's API-era uses (``scan.ApiUse``) whose requirement init applies (a pin, and a bound
+    on an unstated Python), and those a declaration contradicts, with its specifiers: a
+    distribution the submission pins exactly, or declares with a range the requirement is not in
+    (tensorflow>=2.3 beside one file of tf.placeholder), keeps the authors' word."""
+    exactly = {n for n, _v in _exact_pins(scan)}
+    declared: dict[str, list[str]] = {}
+    for d in scan.declared:
+        spec = _declared_spec(d)
+        if spec and spec not in declared.setdefault(d.name, []):
+            declared[d.name].append(spec)
+    applied: list[Any] = []
+    contradicted: list[tuple[Any, list[str]]] = []
+    for use in scan.api_uses:
+        req = Requirement(use.requirement)
+        dist = canonicalize_name(req.name)
+        if dist in exactly:
+            continue
+        specs = declared.get(dist, [])
+        if specs and not jointly_satisfiable([*specs, str(req.specifier)]):
+            contradicted.append((use, specs))
+            continue
+        applied.append(use)
+    return applied, contradicted
+
+
 def _declared_spec(decl: Any) -> str:
     """A declaration's version spec as PEP 440 ("" when it has none or it cannot be one)."""
     spec = decl.spec[len(decl.spec.split("=")[0].split("<")[0].split(">")[0].split("!")[0].split("~")[0]):].strip()
@@ -353,19 +379,16 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
             pins.append(t)
     # an API a later series removed (tf.placeholder): that distribution is held before the series,
     # unless the submission pins it exactly (its pin is the authors' word)
-    exactly = {n for n, _v in _exact_pins(scan)}
-    for use in scan.api_uses:
+    applied, contradicted = api_eras_applied(scan)
+    for use, declared_specs in contradicted:
+        notes.append(f"{use.location} uses {use.module} ({use.requirement}), but the submission declares "
+                     f"{canonicalize_name(Requirement(use.requirement).name)}{','.join(declared_specs)}: the "
+                     "declaration is kept")
+        doc["notes"] = "; ".join(notes)
+    for use in applied:
         req = Requirement(use.requirement)
         dist = canonicalize_name(req.name)
-        if dist in exactly or (dist not in used and dist not in extra) or (dist, str(req.specifier)) in seen_specs:
-            continue
-        declared_specs = [sp for (n, sp) in seen_specs if n == dist]
-        if declared_specs and not jointly_satisfiable([*declared_specs, str(req.specifier)]):
-            # the submission declares a range the old API is not in (tensorflow>=2 beside tf.placeholder
-            # in one strategy file): its declaration is the authors' word
-            notes.append(f"{use.location} uses {use.module} ({use.requirement}), but the submission declares "
-                         f"{dist}{','.join(declared_specs)}: the declaration is kept")
-            doc["notes"] = "; ".join(notes)
+        if (dist not in used and dist not in extra) or (dist, str(req.specifier)) in seen_specs:
             continue
         seen_specs.add((dist, str(req.specifier)))
         t = tomlkit.table()
@@ -566,7 +589,7 @@ def decide(folder: Path, scan: ScanResult, *, name: str, models_dir: Path, pytho
         date = dt.date.fromisoformat(submitted) if submitted else None
         choice = evidence.choose_python(found, submitted=date, pins=pins,
                                         wheel_check=index.has_wheel if index is not None else None,
-                                        stdlib_uses=(*scan.stdlib_uses, *scan.api_uses))
+                                        stdlib_uses=(*scan.stdlib_uses, *api_eras_applied(scan)[0]))
         py, why = choice.version, choice.reason
     gpu, gpu_why = evidence.gpu_evidence(folder, distributions=[*scan.required, *scan.optional_distributions])
     found_b = evidence.benchmarks_of(folder)

@@ -96,3 +96,10 @@ def test_init__tf1_code_but_a_declared_range_that_excludes_it__the_declaration_k
     pyproject = (tmp_path / "models" / "sub" / "pyproject.toml").read_text()
     assert '"tensorflow>=2.3"' in pyproject
     assert "uses tensorflow.placeholder (tensorflow<2), but the submission declares tensorflow>=2.3" in doc["notes"]
+
+
+def test_init__tf1_code_but_a_declared_range_that_excludes_it__python_not_bounded_by_it(
+        tmp_path: Path, write_files: Any) -> None:
+    root = write_files({"sub/model.py": TF1, "sub/requirements.txt": "tensorflow>=2.3\nnumpy\n"})
+    doc = _init(root / "sub", tmp_path / "models")
+    assert "tensorflow.placeholder" not in doc["python_reason"] and doc["python"] != "3.7"

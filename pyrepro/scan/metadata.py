@@ -29,7 +29,13 @@ from dataclasses import dataclass
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from pyrepro.resolve import conda_system_reason, conda_to_pypi, module_alias, not_a_package_reason, renamed
+from pyrepro.resolve import (
+    conda_system_reason,
+    conda_to_pypi,
+    module_alias,
+    not_a_package_reason,
+    renamed,
+)
 
 # Keys of a requirements dict that hold a group of packages, not a package of that name.
 GROUP_KEYS = frozenset({"python", "pip", "pypi", "conda", "packages", "dependencies", "requirements", "other",
@@ -728,7 +734,7 @@ def yaml_top(text: str, keys: frozenset[str] | set[str]) -> dict[str, object]:
                         seq.append(v)
                     continue
                 m = _YAML_KEY.match(item)
-                if m and not (item[:1] in "[{"):
+                if m and item[:1] not in "[{":
                     # "- name: x" starts a mapping inside the sequence; its other keys follow indented
                     sub_indent = indent + 2 + (len(c[1:]) - len(c[1:].lstrip()) - 1)
                     rest = [(n, sub_indent, item)]

@@ -575,6 +575,30 @@ def python_era(python: str, python_reason: str, *, today: dt.date | None = None)
                            f"({python_reason[:120]}), reached its end of life on {eol}: nothing released later")
 
 
+API_ERA_AFTER = dt.timedelta(days=365)  # how long after an API's removal code may still have used it
+
+
+def api_era(uses: Sequence[Any]) -> DateChoice:
+    """For a submission with no date evidence whose code uses an API a later release removed
+    (``scan.ApiUse``: ``tf.placeholder``, gone in TensorFlow 2.0 of 2019-09-30): a year after the
+    earliest such removal as the date bound; the code was written while the API still worked
+    (deephpm, corpus9 dev: TensorFlow 1 code with nothing declared took pyDOE's release of 2026,
+    which needs Python 3.8, beside TensorFlow 1.15 on 3.7). ``DateChoice(None, "")`` when no use
+    says when its API was removed."""
+    dated = []
+    for u in uses:
+        try:
+            dated.append((dt.date.fromisoformat(u.removed), u))
+        except (TypeError, ValueError):
+            continue
+    if not dated:
+        return DateChoice(None, "")
+    day, use = min(dated, key=lambda x: x[0])
+    bound = day + API_ERA_AFTER
+    return DateChoice(bound, f"no date stated; {use.location} uses {use.module}, removed on {day} ({use.reason}): "
+                             f"nothing released more than a year after that")
+
+
 def _newest_pin_upload(pins: Sequence[tuple[str, str]],
                        uploaded: Callable[[str, str], str | None] | None) -> DateChoice | None:
     """The newest upload day among the exact ``pins`` (None offline or when none is known)."""

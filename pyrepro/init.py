@@ -643,6 +643,8 @@ def init_model(folder: Path, *, name: str, models_dir: Path, python: str | None 
                                  submitted=when.day.isoformat() if when.day else None, index=index)
     if when.day is None and python is None:  # undated: the stated Python's end of life bounds it
         when = evidence.python_era(decisions.python, decisions.python_reason)
+    if when.day is None and python is None:  # or the day an API its code uses was removed
+        when = evidence.api_era(api_eras_applied(scan)[0])
     if decisions.python != (python or "3.11") and decisions.python.startswith("3."):
         scan = scan_path(folder, python=decisions.python)  # the standard library of the chosen Python
     matches = match_by_wheels(scan, index, when.day, decisions.python if decisions.python.startswith("3.") else None)

@@ -141,12 +141,14 @@ def build_tool(command: str) -> tuple[str, str] | None:
 
 
 @functools.lru_cache(maxsize=1)
-def api_eras() -> dict[str, tuple[str, str, str]]:
-    """The name table's ``[api_eras]``: dotted name -> (requirement, newest Python, reason)."""
+def api_eras() -> dict[str, tuple[str, str, str, str]]:
+    """The name table's ``[api_eras]``: dotted name -> (requirement, newest Python, reason, the day
+    the API was removed)."""
     out = {}
     for name, entry in _table().get("api_eras", {}).items():
         if isinstance(entry, dict) and isinstance(entry.get("requirement"), str):
-            out[str(name)] = (entry["requirement"], str(entry.get("python", "")), str(entry.get("reason", "")))
+            out[str(name)] = (entry["requirement"], str(entry.get("python", "")), str(entry.get("reason", "")),
+                              str(entry.get("removed", "")))
     return out
 
 

@@ -103,3 +103,17 @@ def test_init__tf1_code_but_a_declared_range_that_excludes_it__python_not_bounde
     root = write_files({"sub/model.py": TF1, "sub/requirements.txt": "tensorflow>=2.3\nnumpy\n"})
     doc = _init(root / "sub", tmp_path / "models")
     assert "tensorflow.placeholder" not in doc["python_reason"] and doc["python"] != "3.7"
+
+
+def test_init__tf1_code_with_no_date__bounded_a_year_after_tensorflow_2(tmp_path: Path, write_files: Any) -> None:
+    """deephpm (corpus9 dev): undated TensorFlow 1 code took pyDOE's release of 2026 (which needs
+    Python 3.8) beside TensorFlow 1.15 on 3.7. A year after TensorFlow 2.0 removed tf.placeholder
+    bounds it; a stated date wins."""
+    root = write_files({"sub/model.py": TF1})
+    doc = _init(root / "sub", tmp_path / "models")
+    assert doc["submitted"] == "2020-09-29" and "tensorflow.placeholder, removed on 2019-09-30" in \
+        doc["submitted_reason"]
+    dated = write_files({"dated/model.py": TF1, "dated/metadata.json": json.dumps({"date_submitted": "03-01-2021"})})
+    assert main(["init", str(dated / "dated"), "--name", "dated", "--models-dir", str(tmp_path / "models"),
+                 "--offline"]) == 0
+    assert tomllib.loads((tmp_path / "models" / "dated" / "model.toml").read_text())["submitted"] == "2021-03-01"

@@ -200,6 +200,7 @@ class ApiUse:
     location: Location
     first: str = "2.7"  # no lower bound (``stdlib_bounds`` reads both)
     optional: bool = False
+    removed: str = ""  # ISO day of the release that removed it ("" : not known)
 
     def __str__(self) -> str:
         return f"{self.location}: {self.module} ({self.requirement}: {self.reason})"
@@ -1026,7 +1027,7 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
     declared = _refined_by_locks(declared)
     local = tuple(LocalModule(m, p, tuple(sorted(set(locs), key=_loc_key))) for m, (p, locs) in sorted(local_locs.items()))
     eras = api_eras()
-    api = tuple(sorted((ApiUse(name, eras[name][0], eras[name][1], eras[name][2], where)
+    api = tuple(sorted((ApiUse(name, eras[name][0], eras[name][1], eras[name][2], where, removed=eras[name][3])
                         for f in facts for name, where in f.api_uses if name in eras),
                        key=lambda u: _loc_key(u.location)))
     return Classified(tuple(third), local, _tree_modules(walked.all_files),

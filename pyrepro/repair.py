@@ -119,6 +119,9 @@ class Situation:
     absent: Mapping[str, str] = field(default_factory=dict)  # module -> the name table's reason it is not on PyPI
     # module -> (distribution, locked version) of the providers pyrepro chose for undeclared imports
     provided: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # modules of ``provided`` whose provider is pinned to its first release after the submission's
+    # date (no release by then ships them)
+    provided_after: frozenset[str] = frozenset()
     # module -> (distribution, locked version) providing each module whose import failed (as far
     # as the name table and the lock tell)
     installed: Mapping[str, tuple[str, str]] = field(default_factory=dict)
@@ -697,15 +700,23 @@ def _after_imports(s: Situation) -> Move:
         found = tuple((m, *s.facts.providers[m]) for m in wanted if s.facts.providers[m] is not None)
         if found:
             return AddProviders(found)  # type: ignore[arg-type]
+    tops = {r[0].split(".")[0] for r in inside}
+    if era_open and not (tops & set(s.provided) and tops & set(s.provided) <= s.provided_after):
+        # newest releases mixed with the submission's old pins (cdvae_model: pandas 1.5.3 beside
+        # numpy 2.4 fails with "numpy.dtype size changed"): nothing newer than the submission's date,
+        # before a provider moves on to its next release (deephpm, corpus9 dev: a 2020 submission's
+        # pyDOE failed inside pydoe 0.9.1 of 2026, and provider-next-release took 0.9.2), unless
+        # every failing provider is pinned to its first release after the date (a date relock
+        # cannot change it)
+        first = inside[0]
+        return RelockByDate(f"{first[0]} fails to import inside installed code ({first[2][:160]})")
     move = _provider_next_release(s, inside)
     if move is not None:
         return move
     move = _lockstep(s, inside)
     if move is not None:
         return move
-    if era_open:
-        # newest releases mixed with the submission's old pins (cdvae_model: pandas 1.5.3 beside
-        # numpy 2.4 fails with "numpy.dtype size changed"): nothing newer than the submission's date
+    if era_open:  # the providers' rules had nothing to move
         first = inside[0]
         return RelockByDate(f"{first[0]} fails to import inside installed code ({first[2][:160]})")
     move = _version_check(s, inside)

@@ -440,6 +440,7 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
         record = {}
     absent = {r[0].split(".")[0]: known_absent(r[0]) for r in imports if repair.not_provided(r)}
     provided: dict[str, tuple[str, str]] = {}
+    provided_after: set[str] = set()
     installed: dict[str, tuple[str, str]] = {}
     locked: dict[str, str] = {}
     if imports:  # the providers pyrepro chose ([mapping] entries of rule import-provider), as locked
@@ -454,16 +455,21 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
             dist = canonicalize_name(resolver.resolve(top).distribution or top)
             if dist in locked:
                 installed[top] = (dist, locked[dist])
+        from pyrepro.providers import AFTER_DATE
+
         for m in spec.mapping:
             if "rule import-provider" in (m.reason or "") and canonicalize_name(m.distribution) in locked:
                 provided[m.module.split(".")[0]] = (canonicalize_name(m.distribution),
                                                     locked[canonicalize_name(m.distribution)])
+                if AFTER_DATE in (m.reason or ""):
+                    provided_after.add(m.module.split(".")[0])
     return repair.Situation(python=spec.python, python_stated=not (spec.python_reason or "").startswith(NO_EVIDENCE),
                             python_reason=spec.python_reason or "", strategy=str(record.get("strategy", "")),
                             dated=spec.submitted is not None, online=online, sdists=tuple(sdists),
                             unlocked=tuple(unlocked), lock_failed=lock_failed,
                             imports=tuple(imports), notes=spec.notes or "", moves=tuple(moves),
                             absent={m: why for m, why in absent.items() if why}, provided=provided,
+                            provided_after=frozenset(provided_after),
                             installed=installed, locked=locked, unimported=_unimported_only(spec, sdists),
                             unavailable=tuple(unavailable))
 

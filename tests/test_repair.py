@@ -239,7 +239,8 @@ _BENCH_KIT = ("bench_kit", "error", "FileNotFoundError: [Errno 2] No such file o
 def test_imports_inside_a_provider_pyrepro_chose__its_next_release__at_most_twice() -> None:
     # mbd-bowsr (dev corpus): matbench-discovery 0.1.0, the first release after the submission's
     # date, reads a file it does not ship
-    s = _s(imports=(_BENCH_KIT, ("numpy", "ok", "")), provided={"bench_kit": ("bench-kit", "0.1.0")})
+    s = _s(imports=(_BENCH_KIT, ("numpy", "ok", "")), provided={"bench_kit": ("bench-kit", "0.1.0")},
+           provided_after=frozenset({"bench_kit"}))
     o = Oracle(next_releases={("bench_kit", "bench-kit", "0.1.0"): "0.1.1", ("bench_kit", "bench-kit", "0.1.1"): "0.1.2"})
     move = o.answer(s)
     assert isinstance(move, repair.PinProvider) and (move.distribution, move.before, move.version) == (
@@ -626,3 +627,16 @@ def test_imports__installed_code_checks_a_locked_version__held_to_what_it_says_o
     assert isinstance(move, repair.PinProvider) and move.spec == "numpy<2" and "C ABI" in move.reason
     assert not isinstance(repair.next_move(replace(n2, locked={"numpy": "1.26.4", "pandas": "1.5.3"})),
                           repair.PinProvider)
+
+
+def test_imports_inside_a_provider_of_the_submissions_time__relocked_by_date_before_its_next_release() -> None:
+    """deephpm (corpus9 dev, 2020 by its TensorFlow 1 code): the provider found by date for pyDOE
+    (pyDOE 0.3.8 of 2015) was not pinned, so the as-declared lock took pydoe 0.9.1 of 2026, which
+    fails on 3.7; moving on to 0.9.2 went further from the submission's time. A relock by date
+    comes first; a provider pinned to its first release after the date (above) keeps its rule."""
+    row = ("pyDOE", "error", "ImportError: cannot import name 'Literal' from 'typing'")
+    s = _s(python="3.7", imports=(row,), provided={"pyDOE": ("pydoe", "0.9.1")})
+    o = Oracle(next_releases={("pyDOE", "pydoe", "0.9.1"): "0.9.2"})
+    assert isinstance(o.answer(s), repair.RelockByDate)
+    tried = replace(s, moves=(repair.Moved("era", "imports"),))
+    assert isinstance(o.answer(tried), repair.PinProvider)  # then its next release

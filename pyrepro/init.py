@@ -27,7 +27,7 @@ from packaging.utils import canonicalize_name
 
 from pyrepro import generate, sources
 from pyrepro.errors import InputError, NotFoundError, UsageError
-from pyrepro.lock import DECLARED_REASON
+from pyrepro.lock import AUTO_REASON, DECLARED_REASON
 from pyrepro.registry import NAME_RE, PY_RE, parse_model
 from pyrepro.resolve import dev_tool_reason, not_a_package_reason
 from pyrepro.scan import ScanResult, scan_path
@@ -393,7 +393,8 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
         seen_specs.add((dist, str(req.specifier)))
         t = tomlkit.table()
         t.update({"name": dist, "spec": str(req.specifier),
-                  "reason": f"the code uses {use.module} ({use.location}): {use.reason} (rule api-era)"})
+                  "reason": f"{AUTO_REASON} (rule api-era; from the scan): the code uses {use.module} "
+                            f"({use.location}): {use.reason}"})
         pins.append(t)
     for m in wheel_matches:
         if m.declared and m.spec and (m.distribution, m.spec) not in seen_specs:

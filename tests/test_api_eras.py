@@ -117,3 +117,13 @@ def test_init__tf1_code_with_no_date__bounded_a_year_after_tensorflow_2(tmp_path
     assert main(["init", str(dated / "dated"), "--name", "dated", "--models-dir", str(tmp_path / "models"),
                  "--offline"]) == 0
     assert tomllib.loads((tmp_path / "models" / "dated" / "model.toml").read_text())["submitted"] == "2021-03-01"
+
+
+def test_init__api_era_pin__automatic_so_a_lock_with_it_is_category_2_at_most(tmp_path: Path, write_files: Any) -> None:
+    from pyrepro import lock
+    from pyrepro.registry import parse_model
+
+    root = write_files({"sub/model.py": TF1})
+    _init(root / "sub", tmp_path / "models")
+    spec = parse_model(tmp_path / "models" / "sub" / "model.toml")
+    assert lock.LockRequest.from_spec(spec).overrides == ()  # no reviewed override: category 3 never

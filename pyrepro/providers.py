@@ -101,7 +101,8 @@ def find_provider(module: str, index: Any, before: dt.date | None, python: str |
 
 def _installs(index: Any, name: str, version: str, python: str | None) -> bool:
     """False when ``name`` ``version``'s Requires-Python excludes ``python``, or it has wheels and
-    none for ``python`` (a sdist-only release, or an unknown answer, may still install)."""
+    none for ``python`` and no sdist to fall back on that is pure Python (a sdist-only release, or an
+    unknown answer, may still install)."""
     if python is None:
         return True
     if hasattr(index, "requires_python"):
@@ -109,7 +110,15 @@ def _installs(index: Any, name: str, version: str, python: str | None) -> bool:
 
         if not admits_python(index.requires_python(name, version), python):
             return False
-    return not hasattr(index, "has_wheel") or index.has_wheel(name, version, python) is not False
+    if not hasattr(index, "has_wheel") or index.has_wheel(name, version, python) is not False:
+        return True
+    # only wheels for other Pythons: still installable from its sdist when those wheels are pure
+    # Python (edward 1.3.5 ships a "py2-none-any" wheel beside an sdist that installs on 3.7:
+    # gryffin, corpus9 dev); a compiled project's sdist would have to be built (TensorFlow has none)
+    files = index.release_files(name, version) if hasattr(index, "release_files") else None
+    wheels = [f for f in files or () if f.endswith(".whl")]
+    sdist = any(f.endswith((".tar.gz", ".zip", ".tar.bz2", ".tgz")) for f in files or ())
+    return sdist and bool(wheels) and all(f.endswith("-none-any.whl") for f in wheels)
 
 
 def _searched(module: str, index: Any) -> tuple[str, ...]:

@@ -600,3 +600,24 @@ def test_init__conda_export_pins__date_from_the_newest_of_all_exact_pins(
     doc = tomllib.loads((tmp_path / "models" / "sub" / "model.toml").read_text())
     assert doc["submitted"] == "2018-11-10", doc["submitted_reason"]
     assert "3 exact pins: matplotlib 3.0.2 (2018-11-10)" in doc["submitted_reason"]
+
+
+def test_find_provider__pure_python_wheel_for_another_python_beside_an_sdist__still_a_provider() -> None:
+    """gryffin (corpus9 dev, 2021 on 3.7): edward 1.3.5's only wheel is tagged py2-none-any, beside
+    an sdist that installs on 3.7; a release whose wheels are compiled for other Pythons and has no
+    sdist (TensorFlow) is still passed over."""
+
+    class Idx(FakeIndex):
+        files = {("edward", "1.3.5"): ["edward-1.3.5-py2-none-any.whl", "edward-1.3.5.tar.gz"],
+                 ("tfx", "1.0"): ["tfx-1.0-cp35-cp35m-manylinux1_x86_64.whl"]}
+
+        def has_wheel(self, name: str, version: str, python: str) -> bool | None:
+            return False
+
+        def release_files(self, name: str, version: str) -> list[str] | None:
+            return self.files.get((name, version))
+
+    idx = Idx({"edward": [("1.3.5", "2018-01-22", {"edward"})], "tfx": [("1.0", "2017-01-01", {"tfx"})]})
+    p = providers.find_provider("edward", idx, dt.date(2021, 6, 1), "3.7")
+    assert p is not None and (p.distribution, p.version) == ("edward", "1.3.5")
+    assert providers.find_provider("tfx", idx, dt.date(2021, 6, 1), "3.7") is None

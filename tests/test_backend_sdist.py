@@ -29,6 +29,17 @@ files = [
 '''
 
 
+def sdist_model(tmp_path: Path, sdist: str = SDIST_PKG) -> tuple[Path, Paths, Any]:
+    """The backend scenario's ``mini`` model, copied under ``tmp_path``, with ``sdist`` (a locked
+    sdist-only package) added to its pdm.lock: (project root, paths, its spec)."""
+    root = tmp_path / "root"
+    shutil.copytree(SC / "models", root / "models")
+    lock = root / "models" / "mini" / "pdm.lock"
+    lock.write_text(lock.read_text() + sdist)
+    paths = Paths(root=root, cache=tmp_path / "cache")
+    return root, paths, load_registry(paths.models).get("mini")
+
+
 @pytest.fixture(autouse=True)
 def _index_offline(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """These builds are recorded, not real: the package index is not asked (an undated model's
@@ -38,12 +49,8 @@ def _index_offline(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
 
 
 def test_build_env__sdist_only_package__second_pip_phase_without_isolation(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    shutil.copytree(SC / "models", root / "models")
+    root, paths, spec = sdist_model(tmp_path)
     lock = root / "models" / "mini" / "pdm.lock"
-    lock.write_text(lock.read_text() + SDIST_PKG)
-    paths = Paths(root=root, cache=tmp_path / "cache")
-    spec = load_registry(paths.models).get("mini")
     pkgs = local.locked_packages(lock, "3.11", "linux-x86_64")
     assert [(p.name, p.sdist_only) for p in pkgs] == [("six", False), ("torch-scatter", True)]
     pip_calls: list[tuple[list[str], str]] = []
@@ -145,12 +152,7 @@ def test_build_env__parallel_sdist_build_fails__pip_names_it_and_no_isolation_fo
 
 
 def test_build_env__sdist_fails_isolated__retried_without_isolation(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    shutil.copytree(SC / "models", root / "models")
-    lock = root / "models" / "mini" / "pdm.lock"
-    lock.write_text(lock.read_text() + SDIST_PKG)
-    paths = Paths(root=root, cache=tmp_path / "cache")
-    spec = load_registry(paths.models).get("mini")
+    _root, paths, spec = sdist_model(tmp_path)
     pip_calls: list[list[str]] = []
 
     def runner(cmd, **kw):  # type: ignore[no-untyped-def]
@@ -183,12 +185,7 @@ def test_build_env__sdist_runs_a_tool_pypi_ships__its_wheel_installed_on_path_be
     failed"). swig is in the name table's [build_tools]: before the build without isolation, its
     binary wheel goes into the environment (never an sdist of it), whose bin/ is first on PATH for
     the build; the record says so. A tool that is not in the table (gfortran) installs nothing."""
-    root = tmp_path / "root"
-    shutil.copytree(SC / "models", root / "models")
-    lock = root / "models" / "mini" / "pdm.lock"
-    lock.write_text(lock.read_text() + SDIST_PKG)
-    paths = Paths(root=root, cache=tmp_path / "cache")
-    spec = load_registry(paths.models).get("mini")
+    _root, paths, spec = sdist_model(tmp_path)
     pip_calls: list[list[str]] = []
     paths_seen: list[str] = []
 

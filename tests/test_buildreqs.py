@@ -178,12 +178,9 @@ def test_build_env__undated_model__sdist_build_bounded_by_the_sdists_own_upload_
     """perovskite-ordering (corpus4 dev), undated: torch-scatter 2.1.1's setup.py imports
     pkg_resources, and today's setuptools no longer ships it, so the isolated build failed. With no
     date, the newest upload day of the locked sdists bounds their build requirements."""
-    root = tmp_path / "root"
-    shutil.copytree(SC / "models", root / "models")
-    lock = root / "models" / "mini" / "pdm.lock"
-    lock.write_text(lock.read_text() + SDIST_PKG)
-    paths = Paths(root=root, cache=tmp_path / "cache")
-    spec = load_registry(paths.models).get("mini")
+    from tests.test_backend_sdist import sdist_model
+
+    _root, paths, spec = sdist_model(tmp_path, SDIST_PKG)
     assert spec.submitted is None and local.build_bound(spec) is None
     seen: list[str] = []
 

@@ -847,13 +847,10 @@ def _version_check(s: Situation, inside: list[tuple[str, str, str]]) -> PinProvi
 
     done = {d for m in s.moves if m.kind == "version-check" for d, _v in m.pins}
     for module, _status, message in inside:
-        wanted = required_versions(message)
-        why = "the message says so"
-        for dist, below, messages, reason in abi_ceilings():
-            if any(text in message for text in messages):
-                wanted.append((dist, f"<{below}"))
-                why = reason
-        for dist, spec in wanted:
+        wanted = [(dist, spec, "the message says so") for dist, spec in required_versions(message)]
+        wanted += [(dist, f"<{below}", reason) for dist, below, messages, reason in abi_ceilings()
+                   if any(text in message for text in messages)]
+        for dist, spec, why in wanted:
             locked = s.locked.get(dist)
             if not locked or dist in done:
                 continue

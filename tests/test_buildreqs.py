@@ -128,6 +128,23 @@ files = [
 '''
 
 
+@pytest.fixture
+def _no_python_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The miniature model is for CPython 3.11 (out 2022-10-24); these tests are about the era
+    bound of 2019-2021 alone, so the floor of the Python's own release is moved out of the way."""
+    monkeypatch.setattr(local, "PYTHON_SETTLED", dt.timedelta(days=-36500))
+
+
+def test_build_bound__never_before_the_python_was_out_a_while(tmp_path: Path) -> None:
+    """ramanspy-figs (corpus9 dev): notebooks of CPython 3.11 and a pysptools sdist of 2018; the
+    setuptools of 2018 does not run on 3.11, and today's builds it. The bound is at least 90 days
+    after the model's Python came out; a later bound stays."""
+    paths, spec = _dated_mini(tmp_path, "2019-03-01")
+    assert spec.python == "3.11" and local.build_bound(spec) == dt.date(2023, 1, 22)
+    later = _dated_mini(tmp_path / "b", "2024-05-01")[1]
+    assert local.build_bound(later) == dt.date(2024, 5, 2)
+
+
 def _dated_mini(tmp_path: Path, submitted: str):  # type: ignore[no-untyped-def]
     """The miniature model, submitted on ``submitted``, with tinycalc's sdist locked: (paths, spec)."""
     root = tmp_path / "root"
@@ -140,6 +157,7 @@ def _dated_mini(tmp_path: Path, submitted: str):  # type: ignore[no-untyped-def]
     return paths, load_registry(paths.models).get("mini")
 
 
+@pytest.mark.usefixtures("_no_python_floor")
 def test_build_env__dated_model__isolated_sdist_build_gets_the_era_constraints(tmp_path: Path) -> None:
     paths, spec = _dated_mini(tmp_path, "2021-01-14")
     assert local.build_bound(spec) == dt.date(2021, 1, 15)
@@ -174,6 +192,7 @@ def test_build_env__dated_model__isolated_sdist_build_gets_the_era_constraints(t
                                                 "ok": True}
 
 
+@pytest.mark.usefixtures("_no_python_floor")
 def test_build_env__undated_model__sdist_build_bounded_by_the_sdists_own_upload_day(tmp_path: Path) -> None:
     """perovskite-ordering (corpus4 dev), undated: torch-scatter 2.1.1's setup.py imports
     pkg_resources, and today's setuptools no longer ships it, so the isolated build failed. With no
@@ -202,6 +221,7 @@ def test_build_env__undated_model__sdist_build_bounded_by_the_sdists_own_upload_
     assert any("cython" in n and "its oldest that does, 0.29.21" in n for n in info["build_requirements"]["notes"])
 
 
+@pytest.mark.usefixtures("_no_python_floor")
 def test_build_bound__sdist_newer_than_the_submission__its_own_day_not_the_older_one(tmp_path: Path) -> None:
     """solubility-posts (corpus5 dev): an as-declared lock (no date bound) held useful-rdkit-utils'
     2024 sdist, and the model's 2021 date gave it the setuptools of 2021, which could not build it.

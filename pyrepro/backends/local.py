@@ -246,7 +246,25 @@ def build_bound(spec: ModelSpec, sdists: list[Locked] | None = None, index: Any 
     one (``exclude_newer`` in lock.toml); else the later of the day after the submission and the
     day after the newest upload among the locked ``sdists`` (asked of ``index``): a sdist was made
     for the build tools of its own day (torch-scatter 2.1.1's setup.py imports pkg_resources, which
-    setuptools no longer ships), never older ones. None when unknown."""
+    setuptools no longer ships), never older ones; and never before the model's Python had been out
+    ``PYTHON_SETTLED``. None when unknown."""
+    bound = _build_bound(spec, sdists, index)
+    # never before the Python itself was out for a while: a build tool older than its interpreter
+    # may not run there (the setuptools of 2018 on CPython 3.11: ramanspy-figs, corpus9 dev, whose
+    # notebooks state 3.11 and whose pysptools sdist is of 2018)
+    from pyrepro.interpreters import RELEASES
+
+    out = dict(RELEASES).get(spec.python)
+    floor = out + PYTHON_SETTLED if out is not None else None
+    if bound is not None and floor is not None and bound < floor:
+        return floor
+    return bound
+
+
+PYTHON_SETTLED = dt.timedelta(days=90)  # build tools of the first months of a Python know it
+
+
+def _build_bound(spec: ModelSpec, sdists: list[Locked] | None, index: Any) -> dt.date | None:
     try:
         rec = lock.read_record(spec.dir) or {}
     except PyreproError:

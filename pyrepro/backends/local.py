@@ -26,6 +26,7 @@ import shutil
 import tempfile
 import time
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -372,14 +373,14 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                     progress.advance(label, 0, "build tools for the build without isolation: " + " ".join(tools))
                     no_isolation = {"tools": tools, "ok": done.returncode == 0}
                     commands = build_tools_named(*outputs)
+                    first = [str(tmp / "bin")]
                     if commands:  # a command the failed build ran (swig): its binary wheel, on PATH
-                        got = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--progress-bar=off",
-                                      "--only-binary", ":all:", *commands], env=env, check=False, timeout=1800,
-                                     on_line=output_detail(progress, label, pip_detail))
+                        tools_bin, ok = build_tools_bin(commands, paths, env, runner)
                         progress.advance(label, 0, "command-line tools the build ran: " + " ".join(commands))
                         no_isolation["commands"] = list(commands)
-                        no_isolation["commands_ok"] = got.returncode == 0
-                    env = {**env, "PATH": f"{tmp / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
+                        no_isolation["commands_ok"] = ok
+                        first.insert(0, str(tools_bin))
+                    env = {**env, "PATH": os.pathsep.join([*first, env.get("PATH", "")])}
                 def install(*extra: str, flags: list[str] = flags, req: Path = req, group: list[Locked] = group) -> Any:
                     run_env = iso_env if group is sdists and not flags else env
                     if group is sdists and len(group) > 1 and build_jobs() > 1:
@@ -781,6 +782,22 @@ def build_tools_named(*pip_outputs: str) -> tuple[str, ...]:
             if got is not None:
                 out[got[0]] = None
     return tuple(out)
+
+
+def build_tools_bin(dists: Sequence[str], paths: Paths, env: dict[str, str], runner: Runner) -> tuple[Path, bool]:
+    """The ``bin/`` of a Python 3 environment of pyrepro's own interpreter in
+    ``<cache>/tools/build-tools`` (made once) holding the binary wheels of ``dists`` (swig, cmake):
+    the tools run whatever Python the model has (the swig wheel's launcher is Python 3 code, which a
+    Python 2 environment cannot run: ebo, corpus9 dev). (bin folder, whether pip installed them)."""
+    import sys
+
+    venv = paths.cache / "tools" / "build-tools"
+    if not (venv / "bin" / "python").exists():
+        venv.parent.mkdir(parents=True, exist_ok=True)
+        runner([sys.executable, "-m", "venv", str(venv)], env=env, check=False, timeout=600)
+    done = runner([str(venv / "bin" / "python"), "-m", "pip", "install", "--progress-bar=off", "--only-binary",
+                   ":all:", *dists], env=env, check=False, timeout=1800)
+    return venv / "bin", done.returncode == 0
 
 
 def system_needs(*pip_outputs: str) -> tuple[str, ...]:

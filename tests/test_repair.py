@@ -640,3 +640,17 @@ def test_imports_inside_a_provider_of_the_submissions_time__relocked_by_date_bef
     assert isinstance(o.answer(s), repair.RelockByDate)
     tried = replace(s, moves=(repair.Moved("era", "imports"),))
     assert isinstance(o.answer(tried), repair.PinProvider)  # then its next release
+
+
+def test_imports__code_generated_for_protobuf_3__held_below_321() -> None:
+    """synthesis-vae (corpus9 dev, 2020): TensorFlow 1.15 beside the protobuf 4.24 of a date bound
+    that sdist-to-wheel moves had carried to 2023: "Descriptors cannot not be created directly"
+    (the name table's [abi]): protobuf is held below 3.21."""
+    row = ("tensorflow", "error", "TypeError: Descriptors cannot not be created directly.\\nIf this call came from "
+                                  "a _pb2.py file, your generated code is out of date and must be regenerated with "
+                                  "protoc >= 3.19.0.\\nIf you cannot immediately regenerate your protos, some other "
+                                  "possible workarounds are:\\n 1. Downgrade the protobuf package to")
+    s = _s(python="3.7", strategy="relaxed", imports=(row,), locked={"tensorflow": "1.15.3", "protobuf": "4.24.3"})
+    move = repair.next_move(s)
+    assert isinstance(move, repair.PinProvider) and move.spec == "protobuf<3.21"
+    assert "protoc" in move.reason

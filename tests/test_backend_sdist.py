@@ -212,7 +212,7 @@ def test_build_env__sdist_runs_a_tool_pypi_ships__its_wheel_installed_on_path_be
     assert swig[-3:-1] == ["--only-binary", ":all:"]
     assert pip_calls.index(swig) < len(pip_calls) - 1  # before the build without isolation
     # into a Python 3 environment of its own (the swig wheel's launcher is Python 3 code), first on PATH
-    tools_bin = str(paths.cache / "tools" / "build-tools" / "bin")
+    tools_bin = str(paths.cache / "tools" / "build-tools" / "newest" / "bin")  # no date bound: today's
     assert paths_seen[-1].split(":")[0] == tools_bin and tools_bin not in paths_seen[0]
     info = json.loads((env_dir / local.COMPLETE).read_text())
     assert info["no_isolation_build_tools"]["commands"] == ["swig"]

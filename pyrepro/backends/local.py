@@ -375,7 +375,8 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                     commands = build_tools_named(*outputs)
                     first = [str(tmp / "bin")]
                     if commands:  # a command the failed build ran (swig): its binary wheel, on PATH
-                        tools_bin, ok = build_tools_bin(commands, paths, env, runner)
+                        tools_bin, ok = build_tools_bin(commands, paths, env, runner, index=index, bound=bound,
+                                                        python=spec.python)
                         progress.advance(label, 0, "command-line tools the build ran: " + " ".join(commands))
                         no_isolation["commands"] = list(commands)
                         no_isolation["commands_ok"] = ok
@@ -784,19 +785,31 @@ def build_tools_named(*pip_outputs: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def build_tools_bin(dists: Sequence[str], paths: Paths, env: dict[str, str], runner: Runner) -> tuple[Path, bool]:
+def build_tools_bin(dists: Sequence[str], paths: Paths, env: dict[str, str], runner: Runner, *,
+                    index: Any = None, bound: dt.date | None = None, python: str = "") -> tuple[Path, bool]:
     """The ``bin/`` of a Python 3 environment of pyrepro's own interpreter in
-    ``<cache>/tools/build-tools`` (made once) holding the binary wheels of ``dists`` (swig, cmake):
-    the tools run whatever Python the model has (the swig wheel's launcher is Python 3 code, which a
-    Python 2 environment cannot run: ebo, corpus9 dev). (bin folder, whether pip installed them)."""
+    ``<cache>/tools/build-tools/<bound>`` (made once per bound) holding the binary wheels of ``dists``
+    (swig, cmake): the tools run whatever Python the model has (the swig wheel's launcher is Python 3
+    code, which a Python 2 environment cannot run: ebo, corpus9 dev), each the newest release before
+    the build's date ``bound`` when one is known, else the oldest after it (swig 4 writes code for
+    Python 3 only; box2d for Python 2 needs the swig of its day, and PyPI's swig wheels start in
+    2020 with 3.0.x). (bin folder, whether pip installed them)."""
     import sys
 
-    venv = paths.cache / "tools" / "build-tools"
+    wanted = []
+    for d in dists:
+        version = None
+        if bound is not None and index is not None:
+            from pyrepro import buildreqs
+
+            version = buildreqs.newest_before(index, d, "", bound) or buildreqs.oldest_after(index, d, "", bound)
+        wanted.append(f"{d}=={version}" if version else d)
+    venv = paths.cache / "tools" / "build-tools" / (bound.isoformat() if bound else "newest")
     if not (venv / "bin" / "python").exists():
         venv.parent.mkdir(parents=True, exist_ok=True)
         runner([sys.executable, "-m", "venv", str(venv)], env=env, check=False, timeout=600)
     done = runner([str(venv / "bin" / "python"), "-m", "pip", "install", "--progress-bar=off", "--only-binary",
-                   ":all:", *dists], env=env, check=False, timeout=1800)
+                   ":all:", *wanted], env=env, check=False, timeout=1800)
     return venv / "bin", done.returncode == 0
 
 

@@ -708,8 +708,7 @@ def _after_imports(s: Situation) -> Move:
         # pyDOE failed inside pydoe 0.9.1 of 2026, and provider-next-release took 0.9.2), unless
         # every failing provider is pinned to its first release after the date (a date relock
         # cannot change it)
-        first = inside[0]
-        return RelockByDate(f"{first[0]} fails to import inside installed code ({first[2][:160]})")
+        return _by_date(inside)
     move = _provider_next_release(s, inside)
     if move is not None:
         return move
@@ -717,8 +716,7 @@ def _after_imports(s: Situation) -> Move:
     if move is not None:
         return move
     if era_open:  # the providers' rules had nothing to move
-        first = inside[0]
-        return RelockByDate(f"{first[0]} fails to import inside installed code ({first[2][:160]})")
+        return _by_date(inside)
     move = _version_check(s, inside)
     if move is not None:
         return move
@@ -749,6 +747,12 @@ def _after_imports(s: Situation) -> Move:
         hint = ("pin the failing distribution to a release of the submission's time in model.toml "
                 "([[dependencies.pins]]), relock and rerun")
     return GiveUp(f"{len(bad)} of {len(s.imports)} modules fail to import: {first[0]}: {first[2][:200]}", hint)
+
+
+def _by_date(inside: list[tuple[str, str, str]]) -> RelockByDate:
+    """A relock by date for the first import that fails inside installed code."""
+    first = inside[0]
+    return RelockByDate(f"{first[0]} fails to import inside installed code ({first[2][:160]})")
 
 
 def _lockstep(s: Situation, inside: list[tuple[str, str, str]]) -> PinProvider | None:

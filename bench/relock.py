@@ -5,7 +5,9 @@ Usage: python bench/relock.py [NAME ...] [--json] [--timeout MIN]
 For each model (default: every model of the registry), the model's folder is copied to a
 scratch folder and locked there by the same procedure `pyrepro lock` runs (the planner in
 pyrepro/lockplan.py, real pdm, x86_64 only), starting at the strategy its committed record
-started at. The committed pdm.lock and lock.toml are never touched. Prints per model: the
+started at. The committed pdm.lock and lock.toml are never touched. With ``--prefer`` the
+relock gets the committed pdm.lock as the lock it replaces (``lock_request(prefer=...)``, as
+reproduce's relocks after a repair move do: pdm --update-reuse). Prints per model: the
 committed and the new category/strategy/date bound, the seconds, and how many locked versions
 differ from the committed pdm.lock (a difference is a newer release that appeared on the index
 since, within the same constraints: the record says which).
@@ -28,7 +30,7 @@ from pyrepro.registry import load_registry
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def relock(name: str, timeout: float) -> dict[str, object]:
+def relock(name: str, timeout: float, prefer: bool = False) -> dict[str, object]:
     reg = load_registry(ROOT / "models")
     spec = reg.get(name)
     rec = lock.read_record(spec.dir) or {}
@@ -39,7 +41,8 @@ def relock(name: str, timeout: float) -> dict[str, object]:
         shutil.copytree(spec.dir, work)
         req = replace(lock.LockRequest.from_spec(spec), project_dir=work, model_toml=None)
         t0 = time.monotonic()
-        out = lock.lock_request(req, start=first, timeout=timeout, aarch64=False)
+        out = lock.lock_request(req, start=first, timeout=timeout, aarch64=False,
+                                prefer=(spec.dir / "pdm.lock").read_text(encoding="utf-8") if prefer else None)
         seconds = time.monotonic() - t0
         new = lock.read_lock_versions((work / "pdm.lock").read_text(encoding="utf-8")) if out.ok else {}
     changed = sorted(f"{k} {committed.get(k, '-')} -> {new.get(k, '-')}" for k in set(committed) | set(new)
@@ -59,11 +62,12 @@ def main() -> None:
     ap.add_argument("names", nargs="*")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--timeout", type=float, default=20.0, help="minutes per resolver attempt")
+    ap.add_argument("--prefer", action="store_true", help="prefer the committed lock's versions (a repair relock)")
     a = ap.parse_args()
     names = a.names or load_registry(ROOT / "models").names()
     rows = []
     for n in names:
-        r = relock(n, a.timeout * 60)
+        r = relock(n, a.timeout * 60, a.prefer)
         rows.append(r)
         if not a.json:
             c, new = r["committed"], r["relocked"]

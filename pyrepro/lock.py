@@ -419,13 +419,23 @@ def _bound(submitted: dt.date | None) -> str | None:
     return (submitted + dt.timedelta(days=1)).isoformat()
 
 
+#: the fidelity line of a relock that preferred the versions of the lock it replaced
+PREFERRED = "relocked preferring the versions of the lock this one replaced"
+
+
 def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progress = NULL_PROGRESS,
                  start: Strategy = "as-declared", timeout: float = DEFAULT_TIMEOUT, aarch64: bool = True,
                  python_exe: Path | None = None, persist: Callable[[LockRequest, Sequence[relax.Step]], None]
-                 | None = None, now: Callable[[], dt.datetime] | None = None) -> LockOutcome:
+                 | None = None, now: Callable[[], dt.datetime] | None = None,
+                 prefer: str | None = None) -> LockOutcome:
     """Lock ``req.project_dir``: ``pyrepro.lockplan`` decides each next attempt from the results
     so far; this runs them (``pdm lock``), looks up what the planner asks for, and writes pdm.lock
     and lock.toml.
+
+    ``prefer``: the text of the lock this one replaces (a relock after a repair move). pdm attempts
+    without a date bound take its versions first where they still fit (``pdm lock --update-reuse``),
+    so a relock of a large set reads little from the index; a date-bounded attempt never does, since
+    a kept version may be newer than the bound.
 
     Raises ``NetworkError`` (naming index and package) when the index is unreachable; then
     nothing is written. A resolution that fails by every strategy gives category 4 (the
@@ -507,7 +517,8 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             else:
                 run = _run_pdm(work, req.python, move.bound, runner=runner, python_exe=python_exe,
                                timeout=budget, aarch64=aarch64,
-                               on_line=output_detail(progress, label, ResolverDetail()))
+                               on_line=output_detail(progress, label, ResolverDetail()),
+                               prefer=prefer if move.bound is None else None)
         problems: tuple[relax.Problem, ...] = ()
         if run.ok:
             dummies = _dummy_problems(read_lock_versions(run.lock_text))
@@ -594,6 +605,9 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
         fidelity.extend(bound_moves)
     if strategy == "date-bounded":
         fidelity.append(f"resolved with nothing newer than {_bound(req.submitted)} (the submission era)")
+    if prefer is not None and not by_pip and isinstance(move, lockplan.Locked) and move.attempt.bound is None \
+            and move.attempt.resolver != "uv":
+        fidelity.append(f"{PREFERRED}: where they still fit, pdm kept its versions (pdm lock --update-reuse)")
     if result.stand_in:
         fidelity.append(f"pdm ran on {result.stand_in} for this Python {req.python} target (pdm's helpers do "
                         f"not run on {req.python}); metadata of sdist-only packages was built there")
@@ -813,12 +827,12 @@ def _regenerate(req: LockRequest) -> None:
 def lock_model(spec: ModelSpec, paths: Paths, runner: Runner = proc.run, *,
                progress: Progress = NULL_PROGRESS, start: Strategy = "as-declared",
                timeout: float = DEFAULT_TIMEOUT, aarch64: bool = True,
-               python_exe: Path | None = None) -> LockOutcome:
-    """Lock one registry model (``models/<name>/``)."""
+               python_exe: Path | None = None, prefer: str | None = None) -> LockOutcome:
+    """Lock one registry model (``models/<name>/``); ``prefer`` as in ``lock_request``."""
     del paths  # the model's folder comes from its spec; kept for the stage signature
     return lock_request(LockRequest.from_spec(spec), runner=runner, progress=progress, start=start,
                         timeout=timeout, aarch64=aarch64, python_exe=python_exe,
-                        persist=persist_to_model_toml)
+                        persist=persist_to_model_toml, prefer=prefer)
 
 
 def reuse_lock(spec: ModelSpec, source: ModelSpec, *, progress: Progress = NULL_PROGRESS,

@@ -289,18 +289,20 @@ _CACHE_BUSY = re.compile(r"database is locked", re.I)
 
 def _run_pdm(workdir: Path, python: str, exclude_newer: str | None, *, runner: Runner,
              python_exe: Path | None, timeout: float, aarch64: bool,
-             on_line: Callable[[str], None] | None = None) -> _Run:
+             on_line: Callable[[str], None] | None = None, prefer: str | None = None) -> _Run:
     """One attempt: ``pdm lock`` for x86_64, then ``--append`` aarch64. pdm gets a temporary
     directory of its own (its ``pdm-build-*`` folders and build environments go there), removed
     afterwards whatever happened. For a ``needs_stand_in`` target ``python_exe`` is the stand-in
-    (``stand_in_interpreter`` when None)."""
+    (``stand_in_interpreter`` when None). ``prefer``: the text of an earlier pdm.lock whose versions
+    the resolver takes first where they still fit (``pdm lock --update-reuse``; their dependencies
+    and hashes come from that lock, so a relock of a large set needs few index reads)."""
     stand_in = needs_stand_in(python)
     if stand_in and python_exe is None:
         python_exe = stand_in_interpreter(python)
     tmp = Path(tempfile.mkdtemp(prefix="pyrepro-pdm-tmp-"))
     try:
         run = _run_pdm_in(workdir, python, exclude_newer, runner=runner, python_exe=python_exe, timeout=timeout,
-                          aarch64=aarch64, on_line=on_line, stand_in=stand_in, tmp=tmp)
+                          aarch64=aarch64, on_line=on_line, stand_in=stand_in, tmp=tmp, prefer=prefer)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if stand_in and python_exe is not None:
@@ -315,12 +317,15 @@ def _stand_in_label(exe: Path) -> str:
 
 def _run_pdm_in(workdir: Path, python: str, exclude_newer: str | None, *, runner: Runner,
                 python_exe: Path | None, timeout: float, aarch64: bool, on_line: Callable[[str], None] | None,
-                stand_in: bool, tmp: Path) -> _Run:
+                stand_in: bool, tmp: Path, prefer: str | None = None) -> _Run:
     env = _pdm_env(python_exe, stand_in=stand_in, tmp=tmp)
     start = time.monotonic()
     pdm = pdm_command()
     # -v: pdm logs its resolver's rounds and pins (for ``on_line``); _quiet() takes them out again
     cmd = [*pdm, "lock", "-v", "-p", str(workdir), *_lock_args(python, PLATFORMS[0], exclude_newer)]
+    if prefer is not None:
+        (workdir / "pdm.lock").write_text(prefer, encoding="utf-8")
+        cmd.append("--update-reuse")
     for retry in range(TRANSIENT_RETRIES + 1):
         try:
             done = runner(cmd, cwd=workdir, env=env, check=False, timeout=timeout, on_line=on_line)

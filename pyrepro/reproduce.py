@@ -628,6 +628,7 @@ def _relock_or_restore(spec: Any, change: Callable[[], object], paths: Paths, *,
     new = parse_model(spec.path)
     try:
         outcome = lock.lock_model(new, paths, runner=runner, progress=progress,
+                                  prefer=kept.get(spec.dir / "pdm.lock"),
                                   **({"timeout": lock_timeout} if lock_timeout else {}),
                                   **({"start": start} if start else {}))
     except PyreproError:
@@ -640,6 +641,12 @@ def _relock_or_restore(spec: Any, change: Callable[[], object], paths: Paths, *,
                 f.unlink()
         return None, None
     return new, outcome
+
+
+def _lock_text(spec: Any) -> str | None:
+    """The model's pdm.lock as it is before a relock (the versions the relock prefers), or None."""
+    f = spec.dir / "pdm.lock"
+    return f.read_text(encoding="utf-8") if f.is_file() else None
 
 
 def _lock_did_not_build(stages: list[Stage], exc: PyreproError) -> None:
@@ -756,9 +763,11 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                     rec.setdefault("relaxed", []).extend(f"{st.summary}: {st.reason}" for st in move.steps)
                     moves.append(repair.Moved("wheels", "build", pins=tuple(
                         (st.package, st.after.split("==", 1)[-1]) for st in move.steps)))
+                before = _lock_text(spec)
                 spec = parse_model(spec.path)
                 try:
-                    outcome = lock.lock_model(spec, paths, runner=runner, progress=progress, **_relock_kw(rec, lock_timeout))
+                    outcome = lock.lock_model(spec, paths, runner=runner, progress=progress, prefer=before,
+                                              **_relock_kw(rec, lock_timeout))
                 except PyreproError as lexc:
                     _lock_did_not_build(stages, exc)  # its environment did not build: category 4
                     stages.append(Stage("build", "failed", clock() - t0, f"relock after {replaced[-1]}: {gist(str(lexc))}",

@@ -147,6 +147,37 @@ def test_lock_request__model_toml_carries_earlier_relaxations__never_category_1(
     assert plain.category == 1
 
 
+def test_lock_request__relock_prefers_the_replaced_locks_versions__never_under_a_date_bound(tmp_path: Path) -> None:
+    """A relock after a repair move gives pdm the lock it replaces (``--update-reuse``, the lock in
+    pdm's working folder): its versions, dependencies and hashes need no index reads. A date-bounded
+    attempt gets neither, since a kept version may be newer than the bound."""
+    d = _project(tmp_path, ["six"])
+    previous = GOOD_LOCK.format(h="0" * 64)
+    runner, seen = _fake_pdm(1, "ERROR: Unable to find a resolution for six\n")
+    answer = runner.responses[0][1]
+    found: list[str | None] = []  # the pdm.lock in pdm's folder when each first pass starts
+
+    def spy(argv, cwd, env):  # type: ignore[no-untyped-def]
+        f = Path(argv[argv.index("-p") + 1]) / "pdm.lock"
+        if "--append" not in argv:
+            found.append(f.read_text() if f.is_file() else None)
+        return answer(argv, cwd, env)
+
+    runner.responses[0] = (runner.responses[0][0], spy)
+    req = lock.LockRequest("p", d, "3.10", submitted=dt.date(2023, 1, 14))
+    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"), prefer=previous)
+    firsts = [a for a in seen if "--append" not in a]
+    assert "--update-reuse" in firsts[0] and found[0] == previous  # as declared: the previous lock preferred
+    assert "--exclude-newer" in firsts[1] and "--update-reuse" not in firsts[1] and found[1] is None
+    assert out.strategy == "date-bounded" and not any(lock.PREFERRED in f for f in out.fidelity)
+    again = lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=_fake_pdm(0, "")[0],
+                              python_exe=Path("/usr/bin/python3"), prefer=previous)
+    assert again.ok and any(lock.PREFERRED in f for f in again.fidelity)
+    plain = lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=_fake_pdm(0, "")[0],
+                              python_exe=Path("/usr/bin/python3"))
+    assert not any(lock.PREFERRED in f for f in plain.fidelity)
+
+
 def test_lock_request__bound_before_2019_02__setuptools_bounded_by_its_legacy_floor(tmp_path: Path) -> None:
     # phoenics-2018: dated 2018-01-22, no setuptools>=40.8.0 (pip's build requirement for a legacy
     # sdist) existed, so pdm could not build seaborn 0.8.1's sdist for its metadata

@@ -118,10 +118,12 @@ def test_reproduce__undeclared_import__provider_by_wheel_evidence__relocked_rebu
     fake.up = False  # while init drafts
     monkeypatch.setattr(index_mod, "WheelIndex", lambda cache: fake)
     locks: list[str] = []
+    preferred: list[str | None] = []
 
     def fake_lock(spec, paths, start="as-declared", **kw):  # type: ignore[no-untyped-def]
         deps = (spec.dir / "pyproject.toml").read_text()
         locks.append(deps)
+        preferred.append(kw.get("prefer"))
         fake.up = True
         (spec.dir / "lock.toml").write_text('schema = 1\ncategory = 2\nstrategy = "date-bounded"\npython = "3.9"\n')
         (spec.dir / "pdm.lock").write_text("# lock\n")
@@ -147,6 +149,7 @@ def test_reproduce__undeclared_import__provider_by_wheel_evidence__relocked_rebu
     res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python=python, online=True)
     assert res.ok, res.stages
     assert len(locks) == 2 and f'"{wants}"' not in locks[0] and f'"{wants}"' in locks[1]
+    assert preferred == [None, "# lock\n"]  # the relock prefers the versions of the lock it replaces
     doc = tomllib.loads((proj / "models" / "sub" / "model.toml").read_text())
     entry = doc["mapping"][wants]
     assert entry["distribution"] == wants and f"{wants}-0.5.3-py3-none-any.whl" in entry["reason"]

@@ -199,9 +199,12 @@ def test_reproduce__sdist_does_not_build__nearest_wheel_pinned_relocked_rebuilt(
                           "s" * 20, paths.cache / "launch", "3.11.9", True, True, 0.1)
 
     locks: list[str] = []
+    preferred: list[str | None] = []
 
     def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
         locks.append((spec.dir / "pyproject.toml").read_text())
+        preferred.append(kw.get("prefer"))
+        (spec.dir / "pdm.lock").write_text(f"lock {len(locks)}\n")
         return lock.LockOutcome(spec.name, 1, "as-declared", (), (), (), (), (), (), 1.0, spec.python, ("x",), 1,
                                 "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
 
@@ -218,6 +221,7 @@ def test_reproduce__sdist_does_not_build__nearest_wheel_pinned_relocked_rebuilt(
     pin = next(p for p in doc["dependencies"]["pins"] if p["name"] == "tinycalc")
     assert pin["spec"] == "==0.3.2" and "nearest release with a wheel for CPython 3.11" in pin["reason"]
     assert "tinycalc==0.3.2" in locks[-1]  # the relock saw the regenerated pyproject
+    assert preferred == [None, "lock 1\n"]  # the relock prefers the versions of the lock it replaces
     assert any("sdist-to-wheel" in r for r in res.relaxed)
 
 

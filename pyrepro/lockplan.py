@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -44,6 +45,11 @@ UNRESOLVABLE_RULE = "unimported-unresolvable"
 # guided resolution (one per requirement, taken together once), and a pin moving past releases whose
 # metadata no longer parses (forced, and only ever upwards: pandas 0.23.4 to 0.25.0 took four)
 UNCOUNTED_RULES = frozenset({"not-on-index", GUIDED_RULE, "valid-metadata"})
+#: a release that refuses the target Python moves its distribution one minor series older per step
+#: (rule older-series-for-python): a descent through many series (pyscf 2.12 ... 2.0 on Python 2.7)
+#: counts as one step toward MAX_STEPS, and at most MAX_SERIES_DESCENT steps per distribution
+SERIES_RULE = "older-series-for-python"
+MAX_SERIES_DESCENT = 16
 _ACTIONABLE = ("not-found", "conflict", "build-failed", "python-refused", "invalid-metadata")
 
 
@@ -204,6 +210,22 @@ def later_bound(problems: Sequence[relax.Problem], reqs: Sequence[str], bound: s
     return best[0].isoformat(), best[1]
 
 
+def counted_steps(steps: Sequence[relax.Step]) -> list[relax.Step]:
+    """The steps that count toward MAX_STEPS: not an ``UNCOUNTED_RULES`` one, and of a distribution's
+    descent through older series only its first."""
+    seen: set[str] = set()
+    out: list[relax.Step] = []
+    for st in steps:
+        if st.rule in UNCOUNTED_RULES:
+            continue
+        if st.rule == SERIES_RULE:
+            if st.package in seen:
+                continue
+            seen.add(st.package)
+        out.append(st)
+    return out
+
+
 def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
     """The one next thing to do (see the module docstring)."""
     if s.tried and s.tried[-1].ok:
@@ -220,9 +242,14 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
         return Try("relaxed", s.declared, s.relax_bound)
     # a step that drops a name the index does not have shortens the list and loosens nothing: a
     # fully pinned conda export names a dozen system libraries, each dropped in a step of its own
-    counted = [st for st in s.steps if st.rule not in UNCOUNTED_RULES]
+    counted = counted_steps(s.steps)
     if len(counted) >= max_steps:
         return GiveUp(f"still no lock after {len(counted)} relaxation steps (the limit)")
+    descents = Counter(st.package for st in s.steps if st.rule == SERIES_RULE)
+    deepest = max(descents.items(), key=lambda kv: kv[1], default=("", 0))
+    if deepest[1] >= MAX_SERIES_DESCENT:
+        return GiveUp(f"{deepest[0]} refused this Python in {deepest[1]} release series, one after another (the "
+                      "limit)")
     problems = s.tried[-1].problems
     if any(p.kind == "timeout" for p in problems) and not any(p.kind in _ACTIONABLE for p in problems):
         return _guided(s, "the resolver timed out without naming a conflict, a missing release or a failed "
@@ -343,8 +370,11 @@ def _guided(s: Situation, why: str) -> Move:
 
 __all__ = [
     "GUIDED_RULE",
+    "MAX_SERIES_DESCENT",
+    "SERIES_RULE",
     "MAX_STEPS",
     "STRATEGIES",
+    "counted_steps",
     "UNRESOLVABLE_RULE",
     "GiveUp",
     "Locked",

@@ -260,7 +260,7 @@ def test_plan__any_failures__ends_and_never_repeats_an_attempt(reqs: list[str], 
         sit = sit.after(move, _fail(move, texts[n % len(texts)]))
     else:
         raise AssertionError("the planner did not end")
-    assert len([st for st in sit.steps if st.rule not in lockplan.UNCOUNTED_RULES]) <= lockplan.MAX_STEPS
+    assert len(lockplan.counted_steps(sit.steps)) <= lockplan.MAX_STEPS
 
 
 # --------------------------------------------------------------------------- the driver
@@ -390,6 +390,48 @@ def test_plan__names_the_index_lacks__dropped_without_spending_the_step_limit() 
     assert isinstance(m, lockplan.Try) and m.requirements == ("numpy==1.0",)
     assert m.step is not None and m.step.rule == "not-on-index"
     assert [st.rule for st in sit.steps] == ["not-on-index"] * (len(libs) - 1)  # more than MAX_STEPS
+
+
+SETUP_REFUSES = """Collecting {name}
+  Downloading {name}-{v}.tar.gz (1.9 MB)
+    ERROR: Command errored out with exit status 1:
+     command: /x/bin/python -c 'import sys, setuptools, tokenize; ...' egg_info --egg-base /tmp/pip-pip-egg-info-Y
+    Complete output (1 lines):
+    Python 3.5 or later is required!
+    ----------------------------------------
+ERROR: Command errored out with exit status 1: python setup.py egg_info Check the logs for full command output.
+"""
+
+
+def test_plan__a_descent_through_older_series_counts_once__its_own_limit_names_the_distribution() -> None:
+    """tensormol (corpus10 dev, Python 2.7): pyscf 2.12, 2.11, ... each refused Python 2 (their build
+    requirements need setuptools>=61), one series per step, and the descent had spent the eight
+    steps at 2.8 while the Python 2 series is 1.7. A distribution's descent counts as one step; it
+    ends at MAX_SERIES_DESCENT series, saying which distribution."""
+    sit = lockplan.start(("numpy", "pyscf"), first="relaxed")
+    m = lockplan.next_move(sit)
+    minor = 40
+    for k in range(lockplan.MAX_SERIES_DESCENT + 1):  # the first attempt, then one per series
+        assert isinstance(m, lockplan.Try), (k, m)
+        sit = sit.after(m, _fail(m, SETUP_REFUSES.format(name="pyscf", v=f"2.{minor - k}.0")))
+        m = lockplan.next_move(sit)
+    assert len(sit.steps) == lockplan.MAX_SERIES_DESCENT > lockplan.MAX_STEPS
+    assert len(lockplan.counted_steps(sit.steps)) == 1
+    assert isinstance(m, lockplan.GiveUp) and "pyscf refused this Python in 16 release series" in m.reason
+    # other rules' steps still count one each
+    other = lockplan.start(("numpy", "pyscf"), first="relaxed")
+    m = lockplan.next_move(other)
+    other = other.after(m, _fail(m, SETUP_REFUSES.format(name="pyscf", v="2.12.0")))
+    m = lockplan.next_move(other)
+    assert isinstance(m, lockplan.Try) and m.requirements == ("numpy", "pyscf<2.12")
+    other = other.after(m, _fail(m, SETUP_REFUSES.format(name="pyscf", v="2.11.0")))
+    m = lockplan.next_move(other)
+    assert isinstance(m, lockplan.Try) and m.requirements == ("numpy", "pyscf<2.11")
+    other = other.after(m, _fail(m, SETUP_REFUSES.format(name="ase", v="3.19.2")))
+    m = lockplan.next_move(other)
+    assert isinstance(m, lockplan.Try) and m.requirements == ("numpy", "pyscf<2.11", "ase<3.19")
+    other = other.after(m, _fail(m, "ERROR: the moon is in the wrong phase"))
+    assert [st.package for st in lockplan.counted_steps(other.steps)] == ["pyscf", "ase"] and len(other.steps) == 3
 
 
 def test_plan__a_renamed_distribution_stays_as_central_as_the_imported_name() -> None:

@@ -229,6 +229,11 @@ _PIP_SDIST = re.compile(r"^\s*(?:Downloading|Using cached|File was already downl
                         r"(?:\.tar\.gz|\.tar\.bz2|\.zip|\.tgz)\b")
 _PIP_ANY_FILE = re.compile(r"^\s*(?:Downloading|Using cached|File was already downloaded|Processing)\s+(?:\S*/)?(\S+?\.(?:whl|tar\.gz|"
                            r"tar\.bz2|zip|tgz))\b")
+# pip on Python 2: a dependency of a fetched release has releases, none of them for this Python
+# ("... the requirement bidict>=0.21.0 (from python-socketio>=5.0.2->flask-socketio->-r ...) (from
+# versions: 0.1.5, ..., 0.18.4)"): that release (python-socketio 5.x) is made for a newer Python
+_PIP_NEEDS_NEWER = re.compile(r"Could not find a version that satisfies the requirement (?P<req>\S+) \(from "
+                              r"(?P<parent>[A-Za-z0-9][A-Za-z0-9._-]*)[^\s]*?->.*\(from versions: (?P<versions>[^)]+)\)")
 # pip read a release's Requires-Python only from the file it downloaded (the index did not say)
 _PIP_WRONG_PYTHON = re.compile(r"Package '([^']+)' requires a different Python: \S+ not in '([^']+)'")
 _REFUSES_PYTHON = re.compile(r"Python \d+(?:\.\d+)*\+? (?:or (?:later|newer|above|greater) )?is required|"
@@ -398,6 +403,13 @@ def _python_refused(lines: list[str]) -> Problem | None:
             got = _file_release(f.group(1))
             if got is not None:
                 seen[got[0]] = got[1]
+        t = _PIP_NEEDS_NEWER.search(line)
+        if t and t.group("versions").strip() not in ("", "none") and canonicalize_name(t.group("parent")) in seen:
+            name = canonicalize_name(t.group("parent"))
+            last = t.group("versions").split(",")[-1].strip()
+            return Problem("python-refused", package=name, requirements=(f"{name}=={seen[name]}",),
+                           excerpt=f"{name} {seen[name]}: needs {t.group('req')}, whose releases for this Python "
+                                   f"end at {last}")
         w = _PIP_WRONG_PYTHON.search(line)
         if w and canonicalize_name(w.group(1)) in seen:
             name = canonicalize_name(w.group(1))

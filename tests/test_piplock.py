@@ -226,7 +226,19 @@ ERROR: Command errored out with exit status 1: python setup.py egg_info Check th
 """
 
 
+SOCKETIO_NEEDS_NEWER = """Collecting flask-socketio
+  Downloading Flask_SocketIO-4.3.2-py2.py3-none-any.whl (16 kB)
+Collecting python-socketio>=5.0.2
+  Downloading python-socketio-5.0.4.tar.gz (45 kB)
+ERROR: Could not find a version that satisfies the requirement bidict>=0.21.0 (from python-socketio>=5.0.2->\
+flask-socketio->-r /tmp/pyrepro-piplock-9h8950y1/requirements.in (line 2)) (from versions: 0.1.5, 0.17.5, 0.18.4)
+ERROR: No matching distribution found for bidict>=0.21.0 (from python-socketio>=5.0.2->flask-socketio->-r x (line 2))
+"""
+
+
 @pytest.mark.parametrize(("text", "package", "after", "said"), [
+    # a fetched release whose dependency has releases, none for Python 2 (tensormol, corpus10 dev)
+    (SOCKETIO_NEEDS_NEWER, "python-socketio", "python-socketio<5.0", "whose releases for this Python end at 0.18.4"),
     # a sdist whose build requirement has no Python 2 release (grammarvae, corpus6 dev: through tables)
     (NUMEXPR_BUILD_DEPS, "numexpr", "numexpr<2.8", "its build requirements do not install"),
     # a setup.py written for Python 3 (open(..., encoding=)): protfun's mayavi -> pyface 7.2.0, corpus9 dev

@@ -225,6 +225,82 @@ def test_reproduce__sdist_does_not_build__nearest_wheel_pinned_relocked_rebuilt(
     assert any("sdist-to-wheel" in r for r in res.relaxed)
 
 
+FILELESS_LOCK = """[metadata]
+groups = ["default"]
+content_hash = "sha256:0"
+
+[[package]]
+name = "tinycalc"
+version = "{v}"
+groups = ["default"]
+marker = "sys_platform != \\"linux\\" or platform_machine != \\"aarch64\\""
+files = [{files}]
+
+[[package]]
+name = "tinycalc"
+version = "0.3.2"
+groups = ["default"]
+marker = "sys_platform == \\"linux\\" and platform_machine == \\"aarch64\\""
+files = [{{file = "tinycalc-0.3.2-cp311-cp311-manylinux2014_aarch64.whl", hash = "sha256:1"}}]
+"""
+
+
+def test_reproduce__lock_has_no_file_of_a_release_for_this_python__nearest_wheel_pinned_relocked(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """moflow (corpus10 dev): pdm locked rdkit 2026.9.1 for CPython 3.8 with no file at all (no cp38
+    wheel, no sdist, no Requires-Python that said so), and the build stopped on "no file hashes".
+    Nothing of that release installs, as with an sdist that does not build: the same repair pins
+    the nearest release with a wheel for the Python, relocks and builds."""
+    import tomllib
+
+    from pyrepro.backends import local
+    from pyrepro.errors import SdistBuildError
+
+    root = write_files({"sub/run.py": "import tinycalc\n", "sub/requirements.txt": "tinycalc\n"})
+    listing = {"files": [{"filename": f"tinycalc-{v}-cp311-cp311-manylinux2014_x86_64.whl", "url": "u"}
+                         for v in ("0.2.0", "0.3.2")] + [{"filename": "tinycalc-1.0.0-cp313-cp313-manylinux2014_x86_64.whl",
+                                                          "url": "u"}]}
+    monkeypatch.setattr("pyrepro.index._urllib_fetch",
+                        lambda url: json.dumps(listing).encode() if "tinycalc" in url else None)
+    locks: list[str] = []
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        text = (spec.dir / "pyproject.toml").read_text()
+        locks.append(text)
+        fixed = "tinycalc==0.3.2" in text
+        (spec.dir / "pdm.lock").write_text(FILELESS_LOCK.format(
+            v="0.3.2" if fixed else "1.0.0",
+            files='{file = "tinycalc-0.3.2-cp311-cp311-manylinux2014_x86_64.whl", hash = "sha256:2"}' if fixed else ""))
+        return lock.LockOutcome(spec.name, 1, "as-declared", (), (), (), (), (), (), 1.0, spec.python, ("x",), 1,
+                                "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
+
+    seen: list[list[str]] = []
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        pkgs = local.locked_packages(spec.dir / "pdm.lock", spec.python, "manylinux_2_17_x86_64")
+        seen.append([f"{p.name}=={p.version}" for p in pkgs])
+        from pyrepro.backends import BuiltModel
+
+        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
+                          "s" * 20, paths.cache / "launch", "3.11.9", True, True, 0.1)
+
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    from pyrepro import run as run_mod
+
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: [])
+    with pytest.raises(SdistBuildError, match="no file of tinycalc 1.0.0 for CPython 3.11"):
+        local.locked_packages(Path(write_files({"l/pdm.lock": FILELESS_LOCK.format(v="1.0.0", files="")}) / "l"
+                                   / "pdm.lock"), "3.11", "manylinux_2_17_x86_64")
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=True)
+    build = next(s for s in res.stages if s.name == "build")
+    assert build.status == "ok" and seen == [["tinycalc==0.3.2"]], (build, seen)
+    assert "tinycalc==1.0.0 -> tinycalc==0.3.2" in build.detail
+    doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
+    pin = next(p for p in doc["dependencies"]["pins"] if p["name"] == "tinycalc")
+    assert pin["spec"] == "==0.3.2" and "nearest release with a wheel for CPython 3.11" in pin["reason"]
+
+
 def test_reproduce__sdist_does_not_build_offline__stops_at_build_saying_why(
         project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
     from pyrepro.backends import local

@@ -92,6 +92,7 @@ def locked_packages(lock_path: Path, python: str, platform: str) -> list[Locked]
         raise InputError(f"not valid TOML: {exc}", path=lock_path) from exc
     env = target_environment(python, platform, first_patch(python))
     out = []
+    fileless: list[tuple[str, str]] = []
     for i, pkg in enumerate(data.get("package", [])):
         marker = pkg.get("marker")
         if marker:
@@ -100,6 +101,12 @@ def locked_packages(lock_path: Path, python: str, platform: str) -> list[Locked]
                     continue
             except InvalidMarker as exc:
                 raise InputError(f"invalid marker {marker!r}: {exc}", path=lock_path, key=f"package[{i}].marker") from exc
+        if not pkg.get("files"):
+            # pdm locked a release that has no file for this target (rdkit 2026.9.1 for CPython 3.8:
+            # no cp38 wheel, no sdist, and no Requires-Python that said so): nothing installs, as
+            # when an sdist does not build, so the same repair moves it (pyrepro.repair)
+            fileless.append((str(pkg.get("name", "")), str(pkg.get("version", ""))))
+            continue
         hashes = tuple(f["hash"] for f in pkg.get("files", []) if "hash" in f)
         if not hashes:
             raise InputError(f"package {pkg.get('name')} has no file hashes", path=lock_path,
@@ -107,6 +114,11 @@ def locked_packages(lock_path: Path, python: str, platform: str) -> list[Locked]
         names = [str(f.get("file", "")) for f in pkg.get("files", [])]
         sdist_only = bool(names) and not any(n.endswith(".whl") for n in names)
         out.append(Locked(pkg["name"], pkg["version"], hashes, sdist_only))
+    if fileless:
+        said = ", ".join(f"{n} {v}" for n, v in fileless)
+        raise SdistBuildError(f"{lock_path}: the lock has no file of {said} for CPython {python} on {platform} "
+                              "(the release has neither a wheel for it nor an sdist)", packages=tuple(fileless),
+                              hint="relock with a release that has a wheel for this Python (pyrepro reproduce does)")
     return out
 
 

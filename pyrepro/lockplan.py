@@ -267,7 +267,8 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
     names = tuple(n for n in relax.packages_to_look_up(problems, reqs) if n not in s.facts.versions)
     if names:
         return LookUp(versions=names)
-    step = relax.relax(problems, reqs, s.facts)
+    descents = Counter(st.package for st in s.steps if st.rule == SERIES_RULE)
+    step = relax.relax(problems, reqs, replace(s.facts, descents=dict(descents)))
     if step is None:
         first = next((p for p in problems if p.kind != "unknown"), problems[0] if problems else None)
         what = f"{first.kind}{f' ({first.package})' if first.package else ''}" if first else "an unreadable error"

@@ -57,6 +57,8 @@ class Facts:
     #: A declared distribution the code never imports (a benchmark harness, a plugin, a CLI
     #: tool) is less central to it: its exact pin is relaxed before an imported one's.
     imported: frozenset[str] | None = None
+    #: how many older-series-for-python steps each distribution (canonical name) has had so far
+    descents: Mapping[str, int] = field(default_factory=dict)
 
     def central(self, name: str) -> bool:
         return self.imported is None or canonicalize_name(name) in self.imported
@@ -891,7 +893,12 @@ def rule_older_series_for_python(p: Problem, reqs: tuple[str, ...], facts: Facts
     refused = _release(p.requirements[0].split("==", 1)[1])
     if refused is None:
         return None
-    bound = f"<{refused[0]}.{refused[1] if len(refused) > 1 else 0}"
+    # the k-th refusal of one distribution excludes 2**(k-1) series (1, 2, 4, ...): a descent from
+    # the newest series to one made for an old Python (pyscf 2.12 -> 1.7 on Python 2) takes a few
+    # attempts, not one per series; never below the refused major series' first
+    span = 2 ** min(facts.descents.get(canonicalize_name(p.package), 0), 6)
+    minor = refused[1] if len(refused) > 1 else 0
+    bound = f"<{refused[0]}.{max(0, minor + 1 - span)}"
     why = (f"{p.requirements[0].replace('==', ' ')} refuses this Python ({p.excerpt.split(': ', 1)[-1][:120]}), "
            f"which the index did not say; releases {bound} only")
     at = find(reqs, p.package)

@@ -403,20 +403,45 @@ ERROR: Command errored out with exit status 1: python setup.py egg_info Check th
 """
 
 
-def test_plan__a_descent_through_older_series_counts_once__its_own_limit_names_the_distribution() -> None:
+def _newest_under(releases: list[str], req: str) -> str:
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    spec = Requirement(req).specifier
+    return max((v for v in releases if spec.contains(v)), key=Version)
+
+
+def test_plan__a_descent_through_older_series_doubles__counts_once__its_own_limit_names_the_distribution() -> None:
     """tensormol (corpus10 dev, Python 2.7): pyscf 2.12, 2.11, ... each refused Python 2 (their build
     requirements need setuptools>=61), one series per step, and the descent had spent the eight
-    steps at 2.8 while the Python 2 series is 1.7. A distribution's descent counts as one step; it
-    ends at MAX_SERIES_DESCENT series, saying which distribution."""
+    steps at 2.8 while the Python 2 series is 1.7. Each further refusal of one distribution now
+    excludes twice as many series (1, 2, 4, ...; never past the major series' first), the descent
+    counts as one step toward the limit, and it ends at MAX_SERIES_DESCENT steps, naming it."""
+    releases = [f"1.{m}.0" for m in range(8)] + [f"2.{m}.0" for m in range(13)]
     sit = lockplan.start(("numpy", "pyscf"), first="relaxed")
     m = lockplan.next_move(sit)
-    minor = 40
+    taken = []
+    while isinstance(m, lockplan.Try):
+        pyscf = next(r for r in m.requirements if r.startswith("pyscf"))
+        v = _newest_under(releases, pyscf)
+        taken.append(v)
+        if v.startswith("1."):
+            break
+        sit = sit.after(m, _fail(m, SETUP_REFUSES.format(name="pyscf", v=v)))
+        m = lockplan.next_move(sit)
+    assert taken == ["2.12.0", "2.11.0", "2.9.0", "2.5.0", "1.7.0"]  # 13 series refused, in four steps
+    assert isinstance(m, lockplan.Try) and m.step is not None
+    steps = (*sit.steps, m.step)
+    assert [st.after for st in steps] == ["pyscf<2.12", "pyscf<2.10", "pyscf<2.6", "pyscf<2.0"]
+    assert len(lockplan.counted_steps(steps)) == 1
+    # a distribution with one release per major series: one step per major, and the limit ends it
+    sit = lockplan.start(("numpy", "pyscf"), first="relaxed")
+    m = lockplan.next_move(sit)
     for k in range(lockplan.MAX_SERIES_DESCENT + 1):  # the first attempt, then one per series
         assert isinstance(m, lockplan.Try), (k, m)
-        sit = sit.after(m, _fail(m, SETUP_REFUSES.format(name="pyscf", v=f"2.{minor - k}.0")))
+        sit = sit.after(m, _fail(m, SETUP_REFUSES.format(name="pyscf", v=f"{40 - k}.0")))
         m = lockplan.next_move(sit)
     assert len(sit.steps) == lockplan.MAX_SERIES_DESCENT > lockplan.MAX_STEPS
-    assert len(lockplan.counted_steps(sit.steps)) == 1
     assert isinstance(m, lockplan.GiveUp) and "pyscf refused this Python in 16 release series" in m.reason
     # other rules' steps still count one each
     other = lockplan.start(("numpy", "pyscf"), first="relaxed")
@@ -424,14 +449,11 @@ def test_plan__a_descent_through_older_series_counts_once__its_own_limit_names_t
     other = other.after(m, _fail(m, SETUP_REFUSES.format(name="pyscf", v="2.12.0")))
     m = lockplan.next_move(other)
     assert isinstance(m, lockplan.Try) and m.requirements == ("numpy", "pyscf<2.12")
-    other = other.after(m, _fail(m, SETUP_REFUSES.format(name="pyscf", v="2.11.0")))
-    m = lockplan.next_move(other)
-    assert isinstance(m, lockplan.Try) and m.requirements == ("numpy", "pyscf<2.11")
     other = other.after(m, _fail(m, SETUP_REFUSES.format(name="ase", v="3.19.2")))
     m = lockplan.next_move(other)
-    assert isinstance(m, lockplan.Try) and m.requirements == ("numpy", "pyscf<2.11", "ase<3.19")
+    assert isinstance(m, lockplan.Try) and m.requirements == ("numpy", "pyscf<2.12", "ase<3.19")
     other = other.after(m, _fail(m, "ERROR: the moon is in the wrong phase"))
-    assert [st.package for st in lockplan.counted_steps(other.steps)] == ["pyscf", "ase"] and len(other.steps) == 3
+    assert [st.package for st in lockplan.counted_steps(other.steps)] == ["pyscf", "ase"] and len(other.steps) == 2
 
 
 def test_plan__a_renamed_distribution_stays_as_central_as_the_imported_name() -> None:

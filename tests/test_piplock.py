@@ -162,12 +162,13 @@ def test_lock_request__python_27__setup_py_imports_numpy_for_metadata__installed
 
 @pytest.mark.usefixtures("_no_lock_env")
 @pytest.mark.parametrize("declared", ["ase", None])
-def test_lock_request__python_27__sdist_refuses_python_2__one_series_older_each_time(
+def test_lock_request__python_27__sdist_refuses_python_2__older_series_each_time(
         tmp_path: Path, declared: str | None) -> None:
     """imatgen (corpus7 dev): pip on 2.7 took ase 3.19.2, whose release has no Requires-Python, and
     its setup.py refused Python 2 ("Python 3.5 or later is required!"); then 3.18.2 did too. Each
-    refusal excludes that minor series and newer (rule older-series-for-python), for a declared
-    requirement and for one that came in through another (then added beside it)."""
+    refusal excludes that minor series and newer (rule older-series-for-python), the next one two
+    series more, for a declared requirement and for one that came in through another (then added
+    beside it)."""
     d = _project(tmp_path, ["numpy", declared] if declared else ["numpy", "asetools"])
     seen: list[list[str]] = []
 
@@ -175,19 +176,24 @@ def test_lock_request__python_27__sdist_refuses_python_2__one_series_older_each_
         reqs = Path(argv[argv.index("-r") + 1]).read_text().split()
         seen.append(reqs)
         ase = next((r for r in reqs if r == "ase" or r.startswith("ase<")), "ase")
-        if "<3.18" not in ase:
-            return Completed(tuple(argv), 1, "", ASE_REFUSES.format(v="3.18.2" if "<3.19" in ase else "3.19.2"))
-        (Path(argv[argv.index("--dest") + 1]) / "ase-3.17.0.tar.gz").write_bytes(b"ase")
+        from packaging.requirements import Requirement
+
+        v = max((r for r in ("3.16.0", "3.17.0", "3.18.2", "3.19.2") if Requirement(ase).specifier.contains(r)),
+                key=lambda r: tuple(map(int, r.split("."))))
+        if v >= "3.18":
+            return Completed(tuple(argv), 1, "", ASE_REFUSES.format(v=v))
+        (Path(argv[argv.index("--dest") + 1]) / f"ase-{v}.tar.gz").write_bytes(b"ase")
         return Completed(tuple(argv), 0, "", "")
 
     runner = FakeRunner().on([str(PY2), "-m", "pip", "download"], pip)
     out = lock.lock_request(lock.LockRequest("m", d, "2.7"), runner=runner, python_exe=PY2)
     assert out.category == 2 and [s.rule for s in out.steps] == ["older-series-for-python"] * 2
-    assert [(s.before, s.after) for s in out.steps] == ([("ase", "ase<3.19"), ("ase<3.19", "ase<3.18")] if declared
-                                                        else [("", "ase<3.19"), ("ase<3.19", "ase<3.18")])
+    # the second refusal of one distribution excludes two series (a descent doubles its steps)
+    assert [(s.before, s.after) for s in out.steps] == ([("ase", "ase<3.19"), ("ase<3.19", "ase<3.17")] if declared
+                                                        else [("", "ase<3.19"), ("ase<3.19", "ase<3.17")])
     assert "ase 3.19.2 refuses this Python (Python 3.5 or later is required!)" in out.steps[0].reason
     assert "Python 3.5 or later" in out.steps[0].trigger
-    assert lock.read_lock_versions((d / "pdm.lock").read_text()) == {"ase": "3.17.0"}
+    assert lock.read_lock_versions((d / "pdm.lock").read_text()) == {"ase": "3.16.0"}
 
 
 NUMEXPR_BUILD_DEPS = """Collecting numexpr>=2.6.2

@@ -241,3 +241,37 @@ def test_init__readme_requirement_list_in_prose__versions_read_python_stated(wri
     assert "model-a" not in {*doc["dependencies"]["scanned"], *doc["dependencies"]["extra"], *pins}
     assert metadata.readme_lists(["Dependencies:", "- numpy (1.2)", "", "Usage:", "- step 1.2.3 run"]) == \
         [(2, "numpy==1.2", 2)]
+
+
+README_PLAIN_LINES = """\
+# CubicGAN
+
+## Prerequisites
+python 3.7  
+tensorflow-gpu==2.2.0  
+pymatgen==2020.3.13  
+numpy==1.16.4\\
+We tested it with CUDA 10.1 on two GPUs.
+
+we recommend that you build a virtual environment.
+
+## How to use the code
+torch 1.8 (a line under another heading: not read)
+"""
+
+
+def test_init__readme_requirements_on_lines_of_their_own__read_prose_lines_are_not(write_files: Write,
+                                                                                  tmp_path: Path) -> None:
+    """cubicgan (corpus10 dev): "## Prerequisites" lists "python 3.7" and "tensorflow-gpu==2.2.0" on
+    lines of their own (Markdown line breaks), no list markers: it had been locked on 3.13 with
+    nothing declared. Each such line is a weak declaration; a sentence that mentions a version is not."""
+    root = write_files({"sub/README.md": README_PLAIN_LINES,
+                        "sub/wgan.py": "import tensorflow\nimport pymatgen\nimport numpy\nimport torch\n"})
+    doc = _init(root / "sub", tmp_path / "models")
+    pins = _pins(doc)
+    assert pins["pymatgen"][0] == "==2020.3.13" and "README.md:6" in pins["pymatgen"][1]
+    assert pins["numpy"][0] == "==1.16.4"
+    assert doc["python"] == "3.7" and "README.md:4" in doc["python_reason"]
+    assert "torch" not in pins
+    assert [t for _n, t, _s in metadata.readme_lists(README_PLAIN_LINES.splitlines())] == \
+        ["python==3.7", "tensorflow==2.2.0", "pymatgen==2020.3.13", "numpy==1.16.4"]  # tensorflow-gpu: its rename

@@ -1203,8 +1203,9 @@ def readme_lists(lines: Sequence[str]) -> list[tuple[int, str, int]]:
     """Requirements a README lists in prose under a heading that names them (``## Requirements``,
     ``Dependencies:``, a reStructuredText title): (line, ``name==version`` or ``name>=version``,
     the list's first line) for each list item that names a package and a version ("Pytorch (tested
-    on 1.2.0)", "Pandas 0.21.3", "scikit-learn>=0.22"; "1.2.0 or later" is ``>=``). Items without a
-    version, and lists under other headings, are not read."""
+    on 1.2.0)", "Pandas 0.21.3", "scikit-learn>=0.22"; "1.2.0 or later" is ``>=``), and each line of
+    its own that is only that ("tensorflow-gpu==2.2.0", "python 3.7"). Items without a version, other
+    prose, and lists under other headings are not read."""
     out: list[tuple[int, str, int]] = []
     section = False
     start: int | None = None
@@ -1221,11 +1222,15 @@ def readme_lists(lines: Sequence[str]) -> list[tuple[int, str, int]]:
         if heading is not None:
             section, start = bool(_REQ_SECTION.search(heading)), None
             continue
-        if not section or not (item := _LIST_ITEM.match(line)):
+        if not section:
             continue
-        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", item.group(1)).replace("**", "").replace("`", "").strip()
+        item = _LIST_ITEM.match(line)
+        # a list item, or a line that is nothing but a name and a version (CubicGAN's "## Prerequisites":
+        # "python 3.7  ", "tensorflow-gpu==2.2.0  " on lines of their own, Markdown line breaks)
+        raw = item.group(1) if item else re.sub(r"(?:\\|<br\s*/?>)$", "", stripped).strip()
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", raw).replace("**", "").replace("`", "").strip()
         m = _LIST_REQ.match(text)
-        if m is None:
+        if m is None or (item is None and m.group("tail").strip(" )")):
             continue
         words = "-".join(m.group("name").split()).lower()
         name = renamed(words) or renamed(words.replace("-", "_")) or words  # PyTorch Geometric: torch-geometric

@@ -45,9 +45,10 @@ UNRESOLVABLE_RULE = "unimported-unresolvable"
 # guided resolution (one per requirement, taken together once), and a pin moving past releases whose
 # metadata no longer parses (forced, and only ever upwards: pandas 0.23.4 to 0.25.0 took four)
 UNCOUNTED_RULES = frozenset({"not-on-index", GUIDED_RULE, "valid-metadata"})
-#: a release that refuses the target Python moves its distribution one minor series older per step
-#: (rule older-series-for-python): a descent through many series (pyscf 2.12 ... 2.0 on Python 2.7)
-#: counts as one step toward MAX_STEPS, and at most MAX_SERIES_DESCENT steps per distribution
+#: a release that refuses the target Python moves its distribution to older minor series (rule
+#: older-series-for-python: 1, 2, 4, ... series on its further refusals): a descent through many series
+#: (pyscf 2.12 ... 1.7 on Python 2.7) counts as one step toward MAX_STEPS, and ends after
+#: MAX_SERIES_DESCENT steps of one distribution
 SERIES_RULE = "older-series-for-python"
 MAX_SERIES_DESCENT = 16
 _ACTIONABLE = ("not-found", "conflict", "build-failed", "python-refused", "invalid-metadata")
@@ -245,7 +246,7 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
     counted = counted_steps(s.steps)
     if len(counted) >= max_steps:
         return GiveUp(f"still no lock after {len(counted)} relaxation steps (the limit)")
-    descents = Counter(st.package for st in s.steps if st.rule == SERIES_RULE)
+    descents = dict(Counter(st.package for st in s.steps if st.rule == SERIES_RULE))
     deepest = max(descents.items(), key=lambda kv: kv[1], default=("", 0))
     if deepest[1] >= MAX_SERIES_DESCENT:
         return GiveUp(f"{deepest[0]} refused this Python in {deepest[1]} release series, one after another (the "
@@ -267,8 +268,7 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
     names = tuple(n for n in relax.packages_to_look_up(problems, reqs) if n not in s.facts.versions)
     if names:
         return LookUp(versions=names)
-    descents = Counter(st.package for st in s.steps if st.rule == SERIES_RULE)
-    step = relax.relax(problems, reqs, replace(s.facts, descents=dict(descents)))
+    step = relax.relax(problems, reqs, replace(s.facts, descents=descents))
     if step is None:
         first = next((p for p in problems if p.kind != "unknown"), problems[0] if problems else None)
         what = f"{first.kind}{f' ({first.package})' if first.package else ''}" if first else "an unreadable error"

@@ -188,16 +188,35 @@ def direct_not_found(problems: Sequence[relax.Problem], reqs: Sequence[str]) -> 
     return out
 
 
+def dependency_not_found(problems: Sequence[relax.Problem], reqs: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(package, version, requirement) of exact releases a dependency asks for that the resolver
+    said do not exist (uv: "there is no version of triton==2.0.0" when torch 2.0.0 needs it) and
+    that are no direct requirement of ``reqs``: a date bound may hide them (triton 2.0.0's wheels
+    came five days after torch 2.0.0)."""
+    out = []
+    for p in problems:
+        if p.kind != "not-found" or not p.package or relax.find(tuple(reqs), p.package):
+            continue
+        for r in p.requirements:
+            v = relax.pinned_version(r)
+            if v is not None and "*" not in v:
+                out.append((p.package, relax.strip_local(v), r))
+    return out
+
+
 def later_bound(problems: Sequence[relax.Problem], reqs: Sequence[str], bound: str,
-                uploaded: Mapping[tuple[str, str], dt.date | None]) -> tuple[str, str] | None:
+                uploaded: Mapping[tuple[str, str], dt.date | None],
+                wanted: Sequence[tuple[str, str, str]] | None = None) -> tuple[str, str] | None:
     """A date bound that hides an exactly pinned release, or a whole project first published after
-    it (the resolver says "not found"), moves to the day after that upload: (new bound, why), or None."""
+    it (the resolver says "not found"), moves to the day after that upload: (new bound, why), or None.
+    ``wanted``: the (package, version, requirement) to consider (default: ``direct_not_found``)."""
     try:
         current = dt.date.fromisoformat(bound)
     except ValueError:
         return None
     best: tuple[dt.date, str] | None = None
-    for pkg, version, req in direct_not_found(problems, reqs):
+    direct = {pkg for pkg, _v, _r in direct_not_found(problems, reqs)}
+    for pkg, version, req in (direct_not_found(problems, reqs) if wanted is None else wanted):
         day = uploaded.get((pkg, version))
         if day is None or day < current:
             continue
@@ -205,6 +224,8 @@ def later_bound(problems: Sequence[relax.Problem], reqs: Sequence[str], bound: s
         if best is None or new > best[0]:
             what = f"the first release of {pkg} that satisfies {req} was uploaded" if version[:1] in "<>=!~" \
                 and version else f"{req} was released" if version else f"{pkg} was first published"
+            if pkg not in direct and version and version[:1] not in "<>=!~":
+                what = f"{req}, which a locked dependency needs exactly, was released"
             best = (new, f"{what} {day.isoformat()}, after the submission date bound")
     if best is None:
         return None
@@ -341,6 +362,19 @@ def _guided(s: Situation, why: str) -> Move:
         return LookUp(guide=reqs)
     if not guide.ok:
         said = " ".join(ln.strip() for ln in guide.error.splitlines()[:3] if ln.strip())
+        bound = s.relax_bound
+        if bound:
+            # uv names the exact release a dependency needs that the date bound hides (torch 2.0.0
+            # needs triton==2.0.0, whose wheels came five days later): the bound moves past it
+            said_by_uv = relax.diagnose(guide.error)
+            wanted = direct_not_found(said_by_uv, reqs) + dependency_not_found(said_by_uv, reqs)
+            missing = tuple(dict.fromkeys((pkg, v) for pkg, v, _ in wanted if (pkg, v) not in s.uploaded))
+            if missing:
+                return LookUp(uploads=missing)
+            moved = later_bound(said_by_uv, reqs, bound, s.uploaded, wanted)
+            if moved is not None and moved[0] not in {b for b, _ in s.bound_moves}:
+                return Try("relaxed", reqs, moved[0], bound_note=f"date bound {bound} -> {moved[0]}: {moved[1]} "
+                                                                 f"(uv's resolver named it)")
         drop = unimported_in_derivation(guide.error, reqs, s.facts)
         if drop is not None:
             i, name = drop
@@ -384,6 +418,7 @@ __all__ = [
     "Situation",
     "Tried",
     "Try",
+    "dependency_not_found",
     "direct_not_found",
     "guided_pins",
     "later_bound",

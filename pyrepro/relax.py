@@ -377,7 +377,10 @@ def diagnose(text: str) -> tuple[Problem, ...]:
     if uv is not None:
         add(uv)
     for m in _UV_NO_VERSION.finditer(" ".join(text.split())):
-        add(Problem("not-found", package=canonicalize_name(m.group(1)), excerpt=m.group(0)[:200]))
+        spec = (m.group(2) or "").rstrip(".,")
+        add(Problem("not-found", package=canonicalize_name(m.group(1)),
+                    requirements=(f"{m.group(1)}{spec}",) if spec.startswith("==") else (),
+                    excerpt=m.group(0)[:200]))
 
     if not problems:
         tail = "\n".join(ln for ln in lines if ln.strip())
@@ -447,7 +450,10 @@ _UV_DEPENDS = re.compile(r"(?:all versions of|only|every version of)?\s*([A-Za-z
                          r"\s+depends?\s+on\s+([A-Za-z0-9][A-Za-z0-9._\[\]-]*[^\s,]*(?:,[<>=!~]=?[^\s,]*)*)")
 # "Because there is no version of mkl-fft==1.3.1 and you require mkl-fft==1.3.1" (a release the
 # index does not have, for this Python or at all)
-_UV_NO_VERSION = re.compile(r"there (?:is no version|are no versions) of\s+([A-Za-z0-9][A-Za-z0-9._-]*)")
+# (a dependency's marker, ``triton{platform_machine == 'x86_64' and sys_platform == 'linux'}==2.0.0``, is
+# skipped; the version asked for is kept when it is exact)
+_UV_NO_VERSION = re.compile(r"there (?:is no version|are no versions) of\s+([A-Za-z0-9][A-Za-z0-9._-]*)"
+                            r"(?:\{[^}]*\})?(==[^\s,]+)?")
 _UV_REQUIRE = re.compile(r"you require\s+([A-Za-z0-9][A-Za-z0-9._\[\]-]*[^\s,]*)")
 
 

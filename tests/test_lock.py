@@ -1189,3 +1189,53 @@ def test_relax__invalid_metadata__pip_uv_words_and_ranges() -> None:
     assert relax.relax(uv, ["pandas>=0.20,!=0.23.4"], facts) is None  # excluded already: nothing more
     dep = relax.relax(uv, ["matplotlib==3.0.2"], facts)
     assert dep is not None and dep.before == "" and dep.after == "pandas!=0.23.4"
+
+
+UV_TRITON_HIDDEN = (
+    "  x No solution found when resolving dependencies:\n"
+    "  `-> Because there is no version of triton{platform_machine == 'x86_64' and sys_platform == 'linux'}==2.0.0\n"
+    "      and torch==2.0.0 depends on triton{platform_machine == 'x86_64' and sys_platform == 'linux'}==2.0.0, we\n"
+    "      can conclude that torch==2.0.0 cannot be used.\n"
+    "      And because you require torch==2.0.0, we can conclude that your requirements are unsatisfiable.\n")
+
+
+def test_lock_request__a_dependency_release_after_the_date_bound__uv_names_it_the_bound_moves(
+        tmp_path: Path) -> None:
+    """rul-etsformer (corpus10 held): torch==2.0.0+cu118 on 3.8, dated 2022-09. The bound moved to
+    the day after torch 2.0.0's upload (2023-03-16), but torch 2.0.0 needs triton==2.0.0, whose
+    wheels came on 2023-03-20; pdm only said it could not find triton, and no rule acted on that.
+    uv's explanation names triton==2.0.0: the bound moves past its upload and the lock is made."""
+    d = _project(tmp_path, ["numpy", "torch==2.0.0+cu118"])
+    seen: list[tuple[tuple[str, ...], str]] = []
+    uploads = {("torch", "2.0.0"): "2023-03-15", ("triton", "2.0.0"): "2023-03-20"}
+
+    def pdm(argv, cwd, env):  # type: ignore[no-untyped-def]
+        proj = Path(argv[argv.index("-p") + 1])
+        deps = tuple(lock.read_pyproject(proj / "pyproject.toml")["project"]["dependencies"])
+        bound = argv[argv.index("--exclude-newer") + 1] if "--exclude-newer" in argv else ""
+        if "--append" not in argv:
+            seen.append((deps, bound))
+        if any("+cu118" in x for x in deps) or (bound and bound < "2023-03-16"):
+            return Completed(tuple(argv), 1, "", "ERROR: Unable to find a resolution for torch\n"
+                                                 "Please make sure the package name is correct.\n")
+        if bound and bound < "2023-03-21":
+            return Completed(tuple(argv), 1, "", "ERROR: Unable to find a resolution for triton\n"
+                                                 "Please make sure the package name is correct.\n")
+        h = lock.content_hash(lock.read_pyproject(proj / "pyproject.toml"))
+        (proj / "pdm.lock").write_text(GOOD_LOCK.format(h=h.removeprefix("sha256:")))
+        return Completed(tuple(argv), 0, "", "")
+
+    def upload(argv, cwd, env):  # type: ignore[no-untyped-def]
+        return Completed(tuple(argv), 0, uploads.get((argv[-3], argv[-2]), "") + "\n", "")
+
+    runner = FakeRunner()
+    runner.on(lock.pdm_command(), pdm)
+    runner.on([lock.sys.executable, "-m", "pip", "index"], "triton (2.1.0)\nAvailable versions: 2.1.0, 2.0.0\n")
+    runner.on([lock.sys.executable, "-c"], upload)
+    answer_uv_compile(runner, stderr=UV_TRITON_HIDDEN)
+    req = lock.LockRequest("p", d, "3.8", submitted=dt.date(2022, 9, 16))
+    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"))
+    assert out.category == 2, out.message
+    assert seen[-1] == (("numpy", "torch==2.0.0"), "2023-03-21")
+    assert any("triton==2.0.0" in m and "2023-03-20" in m and "uv's resolver named it" in m for m in out.fidelity)
+    assert lock.check_lock_dir(d) == []

@@ -350,12 +350,17 @@ class WheelIndex(Index):
         return min((f for _v, f in wheels), key=rank)
 
     def versions_with_wheel(self, name: str, python: str) -> list[str]:
-        """Every release of ``name`` with a wheel a Linux x86_64 CPython ``python`` installs."""
+        """Every release of ``name`` with a wheel a Linux x86_64 CPython ``python`` installs: its
+        tags fit, and its Requires-Python admits it (torch-geometric 2.4.0's ``py3-none-any``
+        wheel needs >=3.8; gvp, corpus10 held, moved to it on 3.6 and the relock found nothing)."""
+        from pyrepro.buildreqs import admits_python
+
         proj = self._project(name)
         out = set()
         for f in (proj or {}).get("files", []):
             fn = str(f.get("filename", "")) if isinstance(f, dict) else ""
-            if fn.endswith(".whl") and not f.get("yanked") and wheel_fits(fn, python):
+            if fn.endswith(".whl") and not f.get("yanked") and wheel_fits(fn, python) \
+                    and admits_python(f.get("requires-python"), python):
                 v = _version_of(fn)
                 if v:
                     out.add(v)

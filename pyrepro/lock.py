@@ -463,7 +463,7 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     progress.start(label, total=None)
     attempts: list[Attempt] = []
     runs: dict[int, _Run] = {}
-    era = None if by_pip else _bound(req.submitted)  # pip takes no date bound
+    era = _bound(req.submitted)  # pip reads a date-bounded view of the index (pyrepro.dateindex)
     sit = lockplan.start(declared, first=start, era_bound=era, imported=req.imported)
     t0 = time.monotonic()
 
@@ -514,7 +514,8 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             elif by_pip:
                 ok, out, secs, locked_text = piplock.run_pip_lock(
                     work, req.python, pip_python(), runner=runner, timeout=budget,
-                    content_hash=content_hash(read_pyproject(work / "pyproject.toml")))
+                    content_hash=content_hash(read_pyproject(work / "pyproject.toml")),
+                    exclude_newer=move.bound, index=_index() if move.bound else None)
                 run = _Run(ok, out, secs, locked_text, "not locked: pip locks for the machine it runs on")
             else:
                 run = _run_pdm(work, req.python, move.bound, runner=runner, python_exe=python_exe,
@@ -597,7 +598,9 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     if req.carried:
         fidelity.append(f"locked with what earlier automatic relaxations left in model.toml: {', '.join(req.carried)}")
     if by_pip:
-        fidelity.append(piplock.FIDELITY.format(python=req.python))
+        last_bound = move.attempt.bound if isinstance(move, lockplan.Locked) else None
+        fidelity.append(piplock.FIDELITY.format(python=req.python, bound=piplock.BOUNDED.format(bound=last_bound)
+                                                if last_bound else piplock.UNBOUNDED))
     if isinstance(move, lockplan.Locked) and move.attempt.resolver == "uv":
         fidelity.append(f"{UV_LOCKED} for CPython {req.python} on x86_64 Linux: pdm refused the same "
                         f"requirement set ({_first_line(attempts[-2].error) if len(attempts) > 1 else 'no reason'})")
@@ -740,16 +743,38 @@ def _rule_marker(rule: str) -> str:
     return f"(rule {rule};"
 
 
-def _drop_guided_pins(doc: Any) -> None:
-    """A new target (Python or date bound) takes back the pins a guided resolution made for the old
-    one (rule resolver-guided): uv's versions for CPython 3.10 with no date would otherwise hold a
-    relock for 2023 to releases of 2026 (graphgps, corpus5 dev)."""
+#: rules whose pins were chosen for one target (a Python, a date bound) and are taken back for a new one
+TARGET_RULES = (lockplan.GUIDED_RULE, "sdist-to-wheel")
+
+
+def _drop_guided_pins(doc: Any) -> list[str]:
+    """A new target (Python or date bound) takes back the pins chosen for the old one: a guided
+    resolution's (rule resolver-guided: uv's versions for CPython 3.10 with no date would otherwise
+    hold a relock for 2023 to releases of 2026; graphgps, corpus5 dev) and the nearest release with
+    a wheel for a locked sdist (rule sdist-to-wheel: netcdf4 1.6.1 of 2022, pinned for the newest
+    releases, moved cbrain's 2019 date relock to 2022, where keras 2.9 met its TensorFlow 1; corpus11
+    dev). The names taken back."""
     pins = (doc.get("dependencies") or {}).get("pins")
     if pins is None:
-        return
-    for p in [p for p in pins if _rule_marker(lockplan.GUIDED_RULE) in str(p.get("reason", ""))]:
+        return []
+    gone = [p for p in pins if any(_rule_marker(r) in str(p.get("reason", "")) for r in TARGET_RULES)]
+    for p in gone:
         pins.remove(p)
     _prune_pins(doc.get("dependencies"))
+    return [str(p.get("name", "")) for p in gone]
+
+
+def drop_target_pins(req: LockRequest) -> list[str]:
+    """``_drop_guided_pins`` for a relock by date that changes nothing else (the submission's own
+    date, after an as-declared lock): model.toml and the pyproject rewritten when a pin went."""
+    if req.model_toml is None:
+        return []
+    doc = tomlkit.parse(req.model_toml.read_text(encoding="utf-8"))
+    gone = _drop_guided_pins(doc)
+    if gone:
+        atomic_write_text(req.model_toml, tomlkit.dumps(doc))
+        _regenerate(req)
+    return gone
 
 
 def persist_python(req: LockRequest, python: str, reason: str) -> None:

@@ -278,6 +278,17 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
                           "build; a relaxation needs such an error to act on")
     reqs = s.requirements
     bound = s.relax_bound
+    undone = _unhelpful_bound_move(s)
+    if undone is not None:
+        # the bound moved for a project first published after it, and the attempt under the new
+        # bound still found no release of it (rdkit's first PyPI release came in 2022, for Python 3
+        # only; a Python 2 submission's lock under the 2022 bound took keras 2.9, which needs
+        # TensorFlow 2: chemts-logp, corpus10 held): the move is taken back, and relaxation goes on
+        # under the bound before it
+        move = next_move(replace(s, bound_moves=(*s.bound_moves, undone)), max_steps=max_steps)
+        if isinstance(move, Try) and not move.bound_note and move.bound == undone[0]:
+            move = replace(move, bound_note=undone[1])
+        return move
     if bound:
         missing = tuple(dict.fromkeys((pkg, v) for pkg, v, _ in direct_not_found(problems, reqs)
                                       if (pkg, v) not in s.uploaded))
@@ -299,6 +310,25 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
     if any(t.requirements == step.requirements and t.bound == bound for t in s.tried):
         return GiveUp(f"the relaxation {step.summary} leads back to a requirement set already tried")
     return Try("relaxed", step.requirements, bound, step=step)
+
+
+def _unhelpful_bound_move(s: Situation) -> tuple[str, str] | None:
+    """(the bound before, why) when the last attempt was the first under a date bound moved later
+    for projects the resolver had not found, and it still found none of them: the move brought
+    nothing and is taken back. None otherwise."""
+    bound = s.relax_bound
+    if not bound or not s.bound_moves or len(s.tried) < 2:
+        return None
+    last, before = s.tried[-1], s.tried[-2]
+    if last.bound != bound or not before.bound or not bound > before.bound:
+        return None
+    # only a move for a whole project (an unpinned requirement): a moved bound an exact pin needs stays
+    still = sorted({p for p, v, _r in direct_not_found(last.problems, last.requirements) if not v}
+                   & {p for p, v, _r in direct_not_found(before.problems, before.requirements) if not v})
+    if not still:
+        return None
+    return before.bound, (f"date bound {bound} -> {before.bound}: under {bound} the resolver still found no release "
+                          f"of {', '.join(still)} for this Python, so the later bound is taken back")
 
 
 def guided_pins(reqs: Sequence[str], guide: Guide, why: str) -> tuple[relax.Step, ...]:

@@ -7,9 +7,10 @@ release of each package that still supports Python 2, and it builds an sdist's m
 interpreter. Each downloaded file is hashed; the lock lists one package per file set with the
 same fields pdm writes (``name``, ``version``, ``files`` with ``hash``) and pdm's content hash of
 the pyproject it belongs to, so ``pyrepro lock --check``, the local backend and the record read it
-like any other lock. What it cannot do, said in the record: pip takes no date bound (Python 2's
-own end, 2020, bounds what it finds), resolves greedily (the first candidate that fits, not a
-backtracking search) and locks for the machine it runs on (x86_64 Linux), not aarch64.
+like any other lock. pip takes no date bound of its own: a bounded attempt gives it a view of the
+index with only the files uploaded before the bound (``pyrepro.dateindex``). What it cannot do,
+said in the record: it resolves greedily (the first candidate that fits, not a backtracking
+search) and locks for the machine it runs on (x86_64 Linux), not aarch64.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from packaging.utils import (
     InvalidSdistFilename,
@@ -35,8 +37,12 @@ from pyrepro.errors import ExternalToolError
 from pyrepro.proc import Runner
 
 #: What the record says of a lock made this way (its fidelity line).
-FIDELITY = ("locked by pip on CPython {python} (pdm and uv do not target Python 2): no date bound (Python 2's own "
-            "end bounds the releases), a greedy resolution, x86_64 Linux only")
+FIDELITY = ("locked by pip on CPython {python} (pdm and uv do not target Python 2): {bound}, a greedy resolution, "
+            "x86_64 Linux only")
+#: how the fidelity line words the date bound of a pip lock
+UNBOUNDED = "no date bound (releases that state no Requires-Python may be of any later date)"
+BOUNDED = ("nothing newer than {bound} (pip read a view of the index with only the files uploaded before that "
+           "day)")
 #: The target a pip lock is for: the files pip chose for the machine it ran on (Linux x86_64).
 PLATFORM = "linux_x86_64"
 _ARCHIVE = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^-]*?)\.(?:tar\.gz|tar\.bz2|tar\.xz|tgz|zip)$")
@@ -150,10 +156,32 @@ def resolver_python(python: Path, cache: Path, *, runner: Runner = proc.run) -> 
     return env / "bin" / "python"
 
 
+#: pip settings that would add files from elsewhere than a date-bounded index (left out of its environment)
+_OTHER_SOURCES = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_CONFIG_FILE")
+
+
+def pip_env(base: Mapping[str, str], index_url: str | None, **more: str) -> dict[str, str]:
+    """The environment of a pip run: ``base`` and ``more``; for ``index_url`` (a date-bounded view,
+    ``pyrepro.dateindex``) without the host's other package sources, its configuration files'
+    ``extra-index-url`` and ``find-links`` included (``PIP_CONFIG_FILE=os.devnull`` loads none):
+    they would bring files of any date."""
+    env = {**base, **more}
+    if index_url:
+        env = {k: v for k, v in env.items() if k not in _OTHER_SOURCES}
+        env["PIP_CONFIG_FILE"] = os.devnull
+    return env
+
+
+def index_options(index_url: str | None) -> list[str]:
+    """pip's arguments for resolving from ``index_url`` alone ([] for the default index)."""
+    return ["--index-url", index_url, "--trusted-host", "127.0.0.1"] if index_url else []
+
+
 def pip_download(requirements: list[str], python_exe: Path, *, runner: Runner = proc.run, timeout: float,
-                 on_line: Callable[[str], None] | None = None) -> tuple[bool, str, list[Path], Path]:
+                 on_line: Callable[[str], None] | None = None,
+                 index_url: str | None = None) -> tuple[bool, str, list[Path], Path]:
     """``python -m pip download`` of ``requirements`` into a new temporary folder: (ok, pip's
-    output, the files, the folder, which the caller removes)."""
+    output, the files, the folder, which the caller removes); from ``index_url`` alone when given."""
     dest = Path(tempfile.mkdtemp(prefix="pyrepro-piplock-"))
     req = dest / "requirements.in"
     req.write_text("\n".join(requirements) + "\n", encoding="utf-8")
@@ -163,9 +191,10 @@ def pip_download(requirements: list[str], python_exe: Path, *, runner: Runner = 
            "--no-input", "--progress-bar", "off", "-r", str(req)]
     import os
 
+    cmd += index_options(index_url)
     # a host-wide pip constraint (/etc/xdg/pip) must not shape the lock, and pip 20.3 on Python 2
     # fails an assertion in `pip download` on a constraint-only requirement
-    env = {**os.environ, "PIP_CONSTRAINT": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    env = pip_env(os.environ, index_url, PIP_CONSTRAINT=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
     try:
         done = runner(cmd, env=env, check=False, timeout=timeout, on_line=on_line)
     except ExternalToolError as exc:
@@ -200,9 +229,25 @@ def setup_import(pip_output: str) -> str | None:
 
 
 def run_pip_lock(workdir: Path, python: str, python_exe: Path, *, content_hash: str, runner: Runner = proc.run,
-                 timeout: float, on_line: Callable[[str], None] | None = None) -> tuple[bool, str, float, str]:
+                 timeout: float, on_line: Callable[[str], None] | None = None,
+                 exclude_newer: str | None = None, index: Any = None) -> tuple[bool, str, float, str]:
     """One lock attempt by pip for the pyproject in ``workdir`` (whose dependencies it reads):
-    (ok, pip's output, seconds, the lock text); the lock is also written to ``workdir/pdm.lock``."""
+    (ok, pip's output, seconds, the lock text); the lock is also written to ``workdir/pdm.lock``.
+    ``exclude_newer``: pip resolves from a view of the index with only the files uploaded before
+    that day (``pyrepro.dateindex``; ``index``: the ``pyrepro.index.Index`` it reads)."""
+    if exclude_newer:
+        from pyrepro.dateindex import DateBoundIndex
+
+        with DateBoundIndex(exclude_newer, index) as url:
+            return _run_pip_lock(workdir, python, python_exe, content_hash=content_hash, runner=runner,
+                                 timeout=timeout, on_line=on_line, index_url=url)
+    return _run_pip_lock(workdir, python, python_exe, content_hash=content_hash, runner=runner, timeout=timeout,
+                         on_line=on_line, index_url=None)
+
+
+def _run_pip_lock(workdir: Path, python: str, python_exe: Path, *, content_hash: str, runner: Runner,
+                  timeout: float, on_line: Callable[[str], None] | None,
+                  index_url: str | None) -> tuple[bool, str, float, str]:
     import shutil
     import tomllib
 
@@ -213,7 +258,8 @@ def run_pip_lock(workdir: Path, python: str, python_exe: Path, *, content_hash: 
         text = lock_text([], content_hash, python)
         (workdir / "pdm.lock").write_text(text, encoding="utf-8")
         return True, "", time.monotonic() - start, text
-    ok, out, files, dest = pip_download(reqs, python_exe, runner=runner, timeout=timeout, on_line=on_line)
+    ok, out, files, dest = pip_download(reqs, python_exe, runner=runner, timeout=timeout, on_line=on_line,
+                                        index_url=index_url)
     added: list[str] = []
     while not ok and len(added) < MAX_SETUP_IMPORTS:
         # an sdist's setup.py imports a package to write its metadata (pymc 2.3.8: "NumPy is not
@@ -222,13 +268,14 @@ def run_pip_lock(workdir: Path, python: str, python_exe: Path, *, content_hash: 
         if need is None or need in added:
             break
         done = runner([str(python_exe), "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
-                       "--progress-bar", "off", need], check=False, timeout=timeout,
-                      env={**os.environ, "PIP_CONSTRAINT": os.devnull})
+                       "--progress-bar", "off", *index_options(index_url), need], check=False, timeout=timeout,
+                      env=pip_env(os.environ, index_url, PIP_CONSTRAINT=os.devnull))
         if done.returncode != 0:
             break
         added.append(need)
         shutil.rmtree(dest, ignore_errors=True)
-        ok, out, files, dest = pip_download(reqs, python_exe, runner=runner, timeout=timeout, on_line=on_line)
+        ok, out, files, dest = pip_download(reqs, python_exe, runner=runner, timeout=timeout, on_line=on_line,
+                                            index_url=index_url)
     if added:
         out = (f"{', '.join(added)} installed into the resolving environment first: an sdist's setup.py imports "
                f"{'them' if len(added) > 1 else 'it'} to write its metadata\n{out}")

@@ -489,8 +489,8 @@ def _with_rule(found: tuple[str, str] | None, rule: str) -> tuple[str, str, str]
 
 
 def _python2(s: Situation) -> bool:
-    """Python 2 code: pip locks it with no date bound (``pyrepro.piplock``), so no move by date
-    helps, and no Python 3 runs it."""
+    """Python 2 code: no Python 3 runs it, so no move of the Python helps. (pip locks it, through a
+    date-bounded view of the index when the lock is bounded: ``pyrepro.dateindex``.)"""
     return s.python.startswith("2.")
 
 
@@ -683,7 +683,7 @@ def _after_imports(s: Situation) -> Move:
     # installed code importing a whole package its distribution never declared (PyBEL and
     # pkg_resources on a Python whose venvs carry no setuptools): that package's provider
     undeclared = [m for r in inside if (m := undeclared_dependency(r, s.python))]
-    era_open = bool(inside) and "era" not in tried and s.strategy == "as-declared" and s.dated and not _python2(s)
+    era_open = bool(inside) and "era" not in tried and s.strategy == "as-declared" and s.dated
     if era_open and any(not _dateless(m, s.python) for m in undeclared):
         # installed code of an as-declared lock asking for a package it never declared: first
         # nothing newer than the submission's date, whose releases may not need it (a 2022 keras
@@ -841,22 +841,22 @@ def _version_check(s: Situation, inside: list[tuple[str, str, str]]) -> PinProvi
     which it needs ("This version of TensorFlow Probability requires TensorFlow version >= 2.8;
     Detected an installation of version 2.7.3": photoswitch, corpus8), or fails as code compiled
     against an older major series does (the name table's ``[abi]``: "numpy.dtype size changed"
-    under NumPy 2): that distribution is held to what the message asks, once per distribution
-    (rule ``import-version-check``), when its locked version does not already satisfy it. None
+    under NumPy 2): that distribution is held to what the message asks, once per distribution and
+    specifier (rule ``import-version-check``), when its locked version does not already satisfy it. None
     when no message says so of a locked distribution."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
 
     from pyrepro.resolve import abi_ceilings
 
-    done = {d for m in s.moves if m.kind == "version-check" for d, _v in m.pins}
+    done = {pin for m in s.moves if m.kind == "version-check" for pin in m.pins}  # (distribution, specifier)
     for module, _status, message in inside:
         wanted = [(dist, spec, "the message says so") for dist, spec in required_versions(message)]
         wanted += [(dist, f"<{below}", reason) for dist, below, messages, reason in abi_ceilings()
                    if any(text in message for text in messages)]
         for dist, spec, why in wanted:
             locked = s.locked.get(dist)
-            if not locked or dist in done:
+            if not locked or (dist, spec) in done:
                 continue
             try:
                 if Version(locked) in SpecifierSet(spec, prereleases=True):

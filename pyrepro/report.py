@@ -333,7 +333,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
             "import check with no human step; what that reached on a corpus of third-party leaderboard submissions "
             "is in docs/reproduce.md. It verifies that the environment builds and the code's imports import, not "
             "that the model runs: a test-mode run still needs a reviewed patch series. Python 2 submissions are "
-            "locked by pip on CPython 2.7 (no date bound, x86_64 only; docs/lock.md) and built with virtualenv; a "
+            "locked by pip on CPython 2.7 (a bounded attempt through a date-bounded view of the index, x86_64 only; docs/lock.md) and built with virtualenv; a "
             "lock pdm refuses for a set uv resolved is made from uv's resolution, said in its record. Neither has a "
             "Nix expression that was evaluated. A git dependency pinned to a commit that cannot be fetched is "
             "replaced by the index's release of that name (rule source-to-index, said in model.toml's notes). A "

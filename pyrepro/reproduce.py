@@ -849,19 +849,25 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                         break
                     continue
                 if isinstance(move, repair.RelockByDate):
-                    try:
-                        outcome = lock.lock_model(spec, paths, runner=runner, progress=progress, start="date-bounded",
-                                                  **_relock_kw(rec, lock_timeout))
-                    except PyreproError:
-                        outcome = None
-                    ok = outcome is not None and outcome.ok
-                    moves.append(repair.Moved("era", "imports", ok=ok))
-                    if ok:
+                    taken_back: list[str] = []
+
+                    def by_date(sp: Any = spec, out: list[str] = taken_back) -> None:
+                        # pins chosen for the as-declared lock's newest releases (a wheel's nearest
+                        # release, a guided resolution's) are taken back: they would move the date bound
+                        out.extend(lock.drop_target_pins(lock.LockRequest.from_spec(sp)))
+
+                    new, outcome = _relock_or_restore(spec, by_date, paths, runner=runner, progress=progress,
+                                                      lock_timeout=_lock_timeout(rec, lock_timeout),
+                                                      start="date-bounded")
+                    moves.append(repair.Moved("era", "imports", ok=new is not None))
+                    if new is not None:
                         rec.setdefault("relaxed", []).append(
                             f"relocked with nothing newer than the submission's date: {move.reason} with the "
-                            "as-declared lock (newest releases beside the submission's pins)")
+                            "as-declared lock (newest releases beside the submission's pins)"
+                            + (f"; pins chosen for that lock taken back: {', '.join(taken_back)}" if taken_back
+                               else ""))
                         _relocked(stages, outcome, f"{outcome.strategy} after {move.reason}")
-                        spec, relocked = parse_model(spec.path), True
+                        spec, relocked = new, True
                         break
                     continue
                 if isinstance(move, repair.MovePython):

@@ -124,10 +124,11 @@ def abi_ceilings() -> tuple[tuple[str, str, tuple[str, ...], str], ...]:
     """(distribution, version it stays below, messages, reason) of the name table's ``[abi]``:
     import failures that say code was compiled against an older major series."""
     out = []
-    for name, entry in _table().get("abi", {}).items():
-        if isinstance(entry, dict) and isinstance(entry.get("below"), str):
-            msgs = tuple(str(m) for m in entry.get("messages", ()) if isinstance(m, str))
-            out.append((canonicalize_name(name), entry["below"], msgs, str(entry.get("reason", ""))))
+    for name, entries in _table().get("abi", {}).items():
+        for entry in entries if isinstance(entries, list) else [entries]:  # one entry, or one per series
+            if isinstance(entry, dict) and isinstance(entry.get("below"), str):
+                msgs = tuple(str(m) for m in entry.get("messages", ()) if isinstance(m, str))
+                out.append((canonicalize_name(name), entry["below"], msgs, str(entry.get("reason", ""))))
     return tuple(out)
 
 

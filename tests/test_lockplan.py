@@ -467,3 +467,30 @@ def test_plan__a_renamed_distribution_stays_as_central_as_the_imported_name() ->
     t = lockplan.Try("relaxed", step.requirements, None, step=step)
     sit = sit.after(m, _fail(m, "timed out after 1 s")).after(t, _fail(t, "timed out after 1 s"))
     assert sit.facts.central("rdkit-pypi") and not sit.facts.central("seaborn")
+
+
+def test_plan__bound_moved_for_a_later_project_that_still_is_not_found__the_move_is_taken_back() -> None:
+    """chemts-logp (corpus10 held), Python 2.7 bounded by 2020-01-02: pip found no rdkit, whose first
+    PyPI release came on 2022-06-17 (for Python 3 only). The bound moved to 2022-06-18, pip still found
+    no rdkit, and the relaxation went on under 2022: keras 2.9 came in, which needs TensorFlow 2. The
+    move that brought nothing is taken back: the next relaxation goes on under the bound before it."""
+    pip_says = ("ERROR: Could not find a version that satisfies the requirement rdkit (from -r r.in (line 6)) "
+                "(from versions: none)\nERROR: No matching distribution found for rdkit\n")
+    sit = lockplan.start(("keras", "rdkit"), first="date-bounded", era_bound="2020-01-02")
+    m = lockplan.next_move(sit)
+    sit = sit.after(m, _fail(m, pip_says))  # type: ignore[arg-type]
+    sit = sit.learn(uploaded={("rdkit", ""): dt.date(2022, 6, 17)})
+    moved = lockplan.next_move(sit)
+    assert isinstance(moved, lockplan.Try) and moved.bound == "2022-06-18"
+    sit = sit.after(moved, _fail(moved, pip_says))
+    ask = lockplan.next_move(sit)
+    assert isinstance(ask, lockplan.LookUp) and ask.versions == ("rdkit",)
+    sit = sit.learn(versions={"rdkit": ("2022.3.3", "2023.9.1")})
+    back = lockplan.next_move(sit)
+    assert isinstance(back, lockplan.Try) and back.bound == "2020-01-02" and back.step is not None
+    assert "still found no release of rdkit" in back.bound_note and back.step.package == "rdkit"
+    sit = sit.after(back, _fail(back, pip_says.replace("rdkit", "rdkit-pypi")))
+    assert sit.relax_bound == "2020-01-02"
+    # the bound is not moved forward again for the same project, nor taken back twice
+    nxt = lockplan.next_move(sit.learn(versions={"rdkit-pypi": ()}, uploaded={("rdkit-pypi", ""): None}))
+    assert isinstance(nxt, lockplan.Try) and nxt.bound == "2020-01-02" and not nxt.bound_note

@@ -124,6 +124,15 @@ def test_imports_inside__as_declared_and_dated__relock_by_date_first() -> None:
     assert not isinstance(Oracle().answer(_s(imports=(_INSIDE,), strategy="date-bounded")), repair.RelockByDate)
 
 
+def test_imports_inside__python_2__relock_by_date_too() -> None:
+    """chemts-logp (corpus10 held): pip on 2.7 took keras 2.10.0 (a py2.py3 wheel with Python 3
+    syntax). pip now locks through a date-bounded view of the index (pyrepro.dateindex), so a Python 2
+    submission's failing import inside installed code is relocked by date like any other."""
+    syntax = ("keras", "failed", "SyntaxError: invalid syntax (sidecar_evaluator.py, line 195)")
+    move = Oracle().answer(_s(python="2.7", python_stated=True, imports=(syntax,)))
+    assert isinstance(move, repair.RelockByDate) and "keras fails to import inside installed code" in move.reason
+
+
 def test_imports_inside__after_the_date_relock__next_older_python_once_then_give_up() -> None:
     after_era = (repair.Moved("era", "imports", ok=False),)
     move = Oracle().answer(_s(imports=(_INSIDE,), moves=after_era))
@@ -627,6 +636,16 @@ def test_imports__installed_code_checks_a_locked_version__held_to_what_it_says_o
     assert isinstance(move, repair.PinProvider) and move.spec == "numpy<2" and "C ABI" in move.reason
     assert not isinstance(repair.next_move(replace(n2, locked={"numpy": "1.26.4", "pandas": "1.5.3"})),
                           repair.PinProvider)
+    # keras-ngf (corpus11 dev): Theano 1.0 under NumPy 1.24 (np.bool removed): numpy is held below 1.24,
+    # also after an earlier hold below 2 (one check per ceiling)
+    alias = ("theano", "error", "AttributeError: module 'numpy' has no attribute 'bool'.\n`np.bool` was a "
+                                "deprecated alias for the builtin `bool`. To avoid this error in existing code")
+    n124 = _s(python="3.8", strategy="relaxed", imports=(alias,), locked={"numpy": "1.24.4", "theano": "1.0.5"},
+              moves=(repair.Moved("version-check", "imports", pins=(("numpy", "<2"),)),))
+    move = repair.next_move(n124)
+    assert isinstance(move, repair.PinProvider) and move.spec == "numpy<1.24" and "np.bool" in move.reason
+    held = replace(n124, moves=(*n124.moves, repair.Moved("version-check", "imports", pins=(("numpy", "<1.24"),))))
+    assert not isinstance(repair.next_move(held), repair.PinProvider)
 
 
 def test_imports_inside_a_provider_of_the_submissions_time__relocked_by_date_before_its_next_release() -> None:

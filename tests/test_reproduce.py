@@ -184,6 +184,8 @@ def test_reproduce__sdist_does_not_build__nearest_wheel_pinned_relocked_rebuilt(
     root = write_files({"sub/run.py": "import tinycalc\n", "sub/requirements.txt": "tinycalc==0.3.0\n"})
     listing = {"files": [{"filename": f"tinycalc-{v}-cp311-cp311-manylinux2014_x86_64.whl", "url": "u"}
                          for v in ("0.2.0", "0.3.2", "1.0.0")] + [{"filename": "tinycalc-0.3.0.tar.gz", "url": "u"}]}
+    # nearer, but its wheel's Requires-Python refuses 3.11 (gvp, corpus10 held: torch-geometric 2.4.0 on 3.6)
+    listing["files"].append({"filename": "tinycalc-0.3.1-py3-none-any.whl", "url": "u", "requires-python": ">=3.12"})
     monkeypatch.setattr("pyrepro.index._urllib_fetch",
                         lambda url: json.dumps(listing).encode() if "tinycalc" in url else None)
     builds: list[list[str]] = []
@@ -741,7 +743,7 @@ def test_reproduce__wheel_move_undone_by_the_relock__python_of_that_release(
     """nequip_mlearn: scikit-learn 1.0.1's sdist does not build on 3.10; 1.0.2 (nearest with a
     cp310 wheel) conflicts with nequip 0.5.5's <=1.0.1, the relock widens it back and 1.0.1
     returns. Instead of repeating the move, the Python goes to the newest older one with a wheel
-    of 1.0.1 itself (3.9), recorded with its reason."""
+    of 1.0.1 itself (3.9), recorded with its reason; the pin made for 3.10 goes with the move."""
     import tomllib
 
     from pyrepro import interpreters as interp
@@ -775,7 +777,8 @@ def test_reproduce__wheel_move_undone_by_the_relock__python_of_that_release(
 
     monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: [])
     res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.10", online=True)
-    assert builds == [("3.10", ""), ("3.10", "==1.0.2"), ("3.9", "==1.0.2")]
+    # the pin chosen for 3.10's wheels is taken back with the move: 1.0.1 has a wheel for 3.9
+    assert builds == [("3.10", ""), ("3.10", "==1.0.2"), ("3.9", "")]
     assert next(s for s in res.stages if s.name == "build").status == "ok"
     doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
     assert doc["python"] == "3.9" and "undone by the relock" in doc["python_reason"]
@@ -1354,3 +1357,70 @@ def test_reproduce_cli__installed_code_asks_for_a_newer_locked_distribution__hel
     assert code != 0 and locks == ["2.7.3", "2.7.3"]
     imp = next(s for s in rec["stages"] if s["stage"] == "imports")
     assert imp["status"] == "failed" and "requires TensorFlow version >= 2.8" in imp["detail"]
+
+
+@pytest.mark.parametrize("date_relock_locks", [True, False])
+def test_reproduce__relock_by_date__takes_back_the_wheel_pin_chosen_for_the_newest_releases(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch, date_relock_locks: bool) -> None:
+    """cbrain (corpus11 dev, 2019): netcdf4 1.6.2's sdist did not build, so netcdf4 was pinned to 1.6.1
+    (2022), the nearest release with a wheel. keras then failed inside installed code, and the relock
+    by the submission's date kept that pin: its 2022 upload moved the date bound to 2022, where keras
+    2.9 met TensorFlow 1. The relock by date takes back pins chosen for the as-declared lock; when it
+    does not lock, model.toml, the pyproject and the lock come back as they were."""
+    import tomllib
+
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+    from pyrepro.errors import SdistBuildError
+
+    root = write_files({"sub/run.py": "import tinycalc\nimport pandas\n", "sub/requirements.txt": "tinycalc\npandas\n",
+                        "sub/metadata.json": json.dumps({"date_submitted": "04-03-2019"})})
+    listing = {"files": [{"filename": f"tinycalc-{v}-cp311-cp311-manylinux2014_x86_64.whl", "url": "u"}
+                         for v in ("0.2.0", "0.3.2")] + [{"filename": "tinycalc-0.3.0.tar.gz", "url": "u"}]}
+    monkeypatch.setattr("pyrepro.index._urllib_fetch",
+                        lambda url: json.dumps(listing).encode() if "tinycalc" in url else None)
+    seen: list[tuple[str, str]] = []  # (start, pyproject) of each lock
+
+    def fake_lock(spec, paths, start="as-declared", **kw):  # type: ignore[no-untyped-def]
+        seen.append((start, (spec.dir / "pyproject.toml").read_text()))
+        ok = start != "date-bounded" or date_relock_locks
+        (spec.dir / "lock.toml").write_text(f'schema = 1\ncategory = {2 if ok else 4}\nstrategy = "{start}"\n')
+        if ok:
+            (spec.dir / "pdm.lock").write_text(f"lock {len(seen)}\n")
+        return lock.LockOutcome(spec.name, 2 if ok else 4, start if ok else None, (), (), (), (), (), (), 1.0,
+                                spec.python, ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock",
+                                spec.dir / "lock.toml", "ok" if ok else "no lock")
+
+    builds: list[int] = []
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        builds.append(1)
+        if len(builds) == 1:
+            raise SdistBuildError("installing the sdist-only locked packages (tinycalc) of sub failed: "
+                                  + PIP_SDIST_FAIL, packages=(("tinycalc", "0.3.0"),))
+        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
+                          "s" * 20, paths.cache / "launch", "3.11.9", True, True, 0.1)
+
+    def fake_imports(spec, built, **kw):  # type: ignore[no-untyped-def]
+        era = lock.read_record(spec.dir).get("strategy") == "date-bounded"
+        return [("tinycalc", "ok", ""), ("pandas", "ok", "") if era else
+                ("pandas", "error", "ValueError: numpy.dtype size changed, may indicate binary incompatibility")]
+
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["pandas", "tinycalc"])
+    monkeypatch.setattr(run_mod, "check_imports", fake_imports)
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=True)
+    model = project / "models" / "sub"
+    pins = tomllib.loads((model / "model.toml").read_text()).get("dependencies", {}).get("pins", [])
+    assert "tinycalc==0.3.2" in seen[1][1]  # the relock after the wheel pin
+    if date_relock_locks:
+        assert seen[2][0] == "date-bounded" and "tinycalc==0.3.2" not in seen[2][1] and '"tinycalc"' in seen[2][1]
+        assert not [p for p in pins if p["name"] == "tinycalc"]
+        assert any("pins chosen for that lock taken back: tinycalc" in r for r in res.relaxed)
+        assert res.ok
+    else:
+        assert [s for s, _ in seen].count("date-bounded") >= 1 and not res.ok
+        assert [p["spec"] for p in pins if p["name"] == "tinycalc"] == ["==0.3.2"]
+        assert "tinycalc==0.3.2" in (model / "pyproject.toml").read_text()
+        assert (model / "pdm.lock").read_text() == "lock 2\n"

@@ -1,0 +1,123 @@
+"""A date-bounded view of the package index for pip, which takes no date bound of its own.
+
+pdm and uv resolve with ``--exclude-newer``; pip, the only resolver for Python 2 (``pyrepro.piplock``),
+has no such option. Without one, pip on Python 2 takes the newest release that does not refuse the
+interpreter, and releases that never stated a Requires-Python keep claiming Python 2 long after
+they stopped working on it (keras 2.10.0 of 2022 ships a ``py2.py3`` wheel with Python 3 syntax:
+chemts-logp, corpus10 held). ``DateBoundIndex`` serves, on 127.0.0.1 for the length of one pip
+run, the simple API (PEP 503 HTML, which every pip reads) of the real index with only the files
+uploaded before the bound: pip's own resolution, of the submission's time. File links point at the
+index's own file URLs, so the downloads and their hashes are the real ones.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from packaging.utils import canonicalize_name
+
+from pyrepro.index import Index
+
+
+def _instant(bound: str) -> str:
+    """A bound (``2020-01-01`` or an ISO time) as a UTC instant string that compares with PEP
+    700 ``upload-time`` values (``2019-10-03T12:00:01.123456Z``) as text."""
+    b = bound.strip().replace(" ", "T")
+    if len(b) == 10:
+        return b + "T00:00:00"
+    return b.removesuffix("Z").split("+")[0]
+
+
+def page(project: dict[str, Any], bound: str) -> str:
+    """The PEP 503 page of one project's PEP 691 listing with only the files uploaded before
+    ``bound`` (a file without an upload time is kept: the index did not say)."""
+    limit = _instant(bound)
+    rows = []
+    for f in project.get("files", []):
+        if not isinstance(f, dict) or not f.get("url") or not f.get("filename"):
+            continue
+        up = str(f.get("upload-time") or "")
+        if up and up.removesuffix("Z") >= limit:
+            continue
+        url = str(f["url"]).split("#", 1)[0]
+        sha = (f.get("hashes") or {}).get("sha256") if isinstance(f.get("hashes"), dict) else None
+        attrs = [f'href="{html.escape(url + (f"#sha256={sha}" if sha else ""), quote=True)}"']
+        if f.get("requires-python"):
+            attrs.append(f'data-requires-python="{html.escape(str(f["requires-python"]), quote=True)}"')
+        if f.get("yanked"):
+            why = f["yanked"] if isinstance(f["yanked"], str) else ""
+            attrs.append(f'data-yanked="{html.escape(why, quote=True)}"')
+        rows.append(f'<a {" ".join(attrs)}>{html.escape(str(f["filename"]))}</a><br/>')
+    name = html.escape(str(project.get("name", "")))
+    return ("<!DOCTYPE html>\n<html><head><title>Links for " + name + "</title></head><body>\n"
+            + "\n".join(rows) + "\n</body></html>\n")
+
+
+_PROJECT = re.compile(r"^/simple/([^/]+)/?$")
+
+
+class DateBoundIndex:
+    """``with DateBoundIndex("2020-01-01") as url:`` gives a simple-API URL for ``pip
+    --index-url`` that lists only files the real index received before the bound."""
+
+    def __init__(self, bound: str, index: Index | None = None) -> None:
+        self.bound = bound
+        self.index = index or Index(None)
+        self.asked: list[str] = []  # project names pip asked for (for the record and tests)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def _answer(self, path: str) -> tuple[int, str]:
+        m = _PROJECT.match(path.split("?", 1)[0])
+        if not m:
+            return 404, "not a project page\n"
+        name = canonicalize_name(m.group(1))
+        with self._lock:  # Index keeps one listing per project; pip asks one page at a time anyway
+            self.asked.append(name)
+            project = self.index._project(name)
+        if project is None:
+            return 404, f"{name}: not on the index\n"
+        return 200, page(project, self.bound)
+
+    def __enter__(self) -> str:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (the http.server name)
+                status, body = owner._answer(self.path)
+                data = body.encode("utf-8")
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base class's name)
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="pyrepro-date-index", daemon=True)
+        self._thread.start()
+        return self.url
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("DateBoundIndex is not serving: use it as a context manager")
+        return f"http://127.0.0.1:{self._server.server_address[1]}/simple/"
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = self._thread = None
+
+
+__all__ = ["DateBoundIndex", "page"]

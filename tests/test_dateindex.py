@@ -1,0 +1,127 @@
+"""The date-bounded view of the index that pip (Python 2 locks) resolves from: ``pyrepro.dateindex``,
+on its own over HTTP and through ``lock_request``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pyrepro import lock, piplock
+from pyrepro.dateindex import DateBoundIndex, page
+from pyrepro.index import Index
+from pyrepro.proc import Completed
+from tests.fakes import FakeRunner
+
+PY2 = Path("/opt/fake/python2.7")
+
+KERAS = {"name": "keras", "files": [
+    {"filename": "Keras-2.0.8-py2.py3-none-any.whl", "url": "https://files.example/k/Keras-2.0.8-py2.py3-none-any.whl",
+     "hashes": {"sha256": "aa"}, "upload-time": "2017-08-25T00:00:00.000000Z"},
+    {"filename": "Keras-2.3.1-py2.py3-none-any.whl", "url": "https://files.example/k/Keras-2.3.1-py2.py3-none-any.whl",
+     "hashes": {"sha256": "bb"}, "upload-time": "2019-10-09T18:57:13.100000Z"},
+    {"filename": "keras-2.10.0-py2.py3-none-any.whl", "url": "https://files.example/k/keras-2.10.0-py2.py3-none-any.whl",
+     "hashes": {"sha256": "cc"}, "upload-time": "2022-09-06T21:00:00.000000Z", "requires-python": ">=3.7"},
+    {"filename": "Keras-2.1.0.tar.gz", "url": "https://files.example/k/Keras-2.1.0.tar.gz",
+     "hashes": {"sha256": "dd"}, "upload-time": "2017-11-01T00:00:00Z", "yanked": "broken <release>"},
+]}
+
+
+def _fake_index(projects: dict[str, dict]) -> Index:
+    def fetch(url: str) -> bytes | None:
+        name = url.rstrip("/").rsplit("/", 1)[-1]
+        return json.dumps(projects[name]).encode() if name in projects else None
+
+    return Index(None, fetch=fetch)
+
+
+def _links(html: str) -> list[str]:
+    return re.findall(r">([^<>]+)</a>", html)
+
+
+def test_page__only_files_uploaded_before_the_bound__attributes_kept_and_escaped() -> None:
+    html = page(KERAS, "2020-01-01")
+    assert _links(html) == ["Keras-2.0.8-py2.py3-none-any.whl", "Keras-2.3.1-py2.py3-none-any.whl",
+                            "Keras-2.1.0.tar.gz"]
+    assert 'href="https://files.example/k/Keras-2.3.1-py2.py3-none-any.whl#sha256=bb"' in html
+    assert 'data-yanked="broken &lt;release&gt;"' in html
+    # the bound's own day is excluded from its instant on; a time bound is read as one
+    assert _links(page(KERAS, "2019-10-09")) == ["Keras-2.0.8-py2.py3-none-any.whl", "Keras-2.1.0.tar.gz"]
+    assert "Keras-2.3.1" in page(KERAS, "2019-10-09T19:00:00Z")
+    later = page(KERAS, "2023-01-01")
+    assert 'data-requires-python="&gt;=3.7"' in later and "keras-2.10.0" in later
+
+
+@given(st.dates(min_value=dt.date(2015, 1, 1), max_value=dt.date(2024, 1, 1)))
+def test_page__every_listed_file_is_older_than_the_bound(day: dt.date) -> None:
+    listed = set(_links(page(KERAS, day.isoformat())))
+    for f in KERAS["files"]:
+        assert (f["filename"] in listed) == (f["upload-time"][:10] < day.isoformat())
+
+
+def test_date_bound_index__served_over_http__pages_and_404s() -> None:
+    with DateBoundIndex("2020-01-01", _fake_index({"keras": KERAS})) as url:
+        assert url.startswith("http://127.0.0.1:")
+        body = urllib.request.urlopen(url + "Keras/", timeout=10).read().decode()  # noqa: S310 (localhost)
+        assert _links(body)[-1] == "Keras-2.1.0.tar.gz" and "2.10.0" not in body
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(url + "nosuchthing/", timeout=10)  # noqa: S310
+        assert err.value.code == 404
+    with pytest.raises(RuntimeError):
+        DateBoundIndex("2020-01-01").url  # noqa: B018 (not serving)
+
+
+def test_pip_env__a_date_bounded_index__the_hosts_other_sources_left_out() -> None:
+    base = {"PIP_FIND_LINKS": "/opt/wheels", "PIP_EXTRA_INDEX_URL": "file:///opt/pypi", "PIP_CERT": "/c", "HOME": "/h"}
+    env = piplock.pip_env(base, "http://127.0.0.1:1/simple/", PIP_CONSTRAINT="/dev/null")
+    assert "PIP_FIND_LINKS" not in env and "PIP_EXTRA_INDEX_URL" not in env
+    assert env["PIP_CONFIG_FILE"] == piplock.os.devnull and env["PIP_CERT"] == "/c"
+    assert piplock.pip_env(base, None) == base  # the default index: the host's settings stand
+
+
+@pytest.fixture()
+def _no_lock_env(monkeypatch: pytest.MonkeyPatch, isolated_cache: Path) -> None:
+    monkeypatch.setattr(piplock, "resolver_python", lambda python, cache, runner=None: python)
+
+
+@pytest.mark.usefixtures("_no_lock_env")
+def test_lock_request__python_27_date_bounded__pip_reads_the_date_bounded_view(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """chemts-logp (corpus10 held): pip on 2.7 took keras 2.10.0 of 2022, a py2.py3 wheel with Python 3
+    syntax. A date-bounded attempt of a Python 2 lock gives pip a view of the index with only the
+    files uploaded before the bound: keras 2.3.1. The fake pip reads the page it is given, over HTTP."""
+    monkeypatch.setattr(lock, "_index", lambda: _fake_index({"keras": KERAS}))
+    d = tmp_path / "proj"
+    d.mkdir()
+    d.joinpath("pyproject.toml").write_text('[project]\nname = "m"\nversion = "0"\nrequires-python = "==2.7.*"\n'
+                                            'dependencies = ["keras"]\n\n[tool.pdm]\ndistribution = false\n')
+    seen: list[tuple[str, ...]] = []
+
+    def pip(argv, cwd, env):  # type: ignore[no-untyped-def]
+        seen.append(tuple(argv))
+        if "--index-url" not in argv:
+            newest = "keras-2.10.0-py2.py3-none-any.whl"
+        else:
+            assert env["PIP_CONFIG_FILE"] == piplock.os.devnull and "PIP_FIND_LINKS" not in env
+            body = urllib.request.urlopen(argv[argv.index("--index-url") + 1] + "keras/", timeout=10).read().decode()  # noqa: S310
+            newest = [n for n in _links(body) if n.endswith(".whl")][-1]
+        (Path(argv[argv.index("--dest") + 1]) / newest).write_bytes(newest.encode())
+        return Completed(tuple(argv), 0, "Successfully downloaded", "")
+
+    runner = FakeRunner().on([str(PY2), "-m", "pip", "download"], pip)
+    req = lock.LockRequest("m", d, "2.7", submitted=dt.date(2019, 12, 31))
+    out = lock.lock_request(req, runner=runner, python_exe=PY2, start="date-bounded")
+    assert out.category == 2 and out.strategy == "date-bounded"
+    assert lock.read_lock_versions((d / "pdm.lock").read_text()) == {"keras": "2.3.1"}
+    assert any("nothing newer than 2020-01-01" in f and "pip read a view of the index" in f for f in out.fidelity)
+    # as declared, pip reads the real index, and the record says no bound shaped it
+    out2 = lock.lock_request(req, runner=runner, python_exe=PY2)
+    assert "--index-url" not in seen[-1] and lock.read_lock_versions((d / "pdm.lock").read_text()) == {"keras": "2.10.0"}
+    assert any("no date bound" in f for f in out2.fidelity)

@@ -887,7 +887,9 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
             if relocked:
                 continue
             stages.append(Stage("imports", "ok", clock() - t0, f"{len(rows)} modules import: "
-                                + ", ".join(r[0] for r in rows[:8]) + (" ..." if len(rows) > 8 else "")))
+                                + ", ".join(r[0] for r in rows[:8]) + (" ..." if len(rows) > 8 else "")
+                                + (f"; not checked: {'; '.join(aside)}" if (aside := run_mod.unchecked_modules(
+                                    spec, built)) else "")))
         except PyreproError as exc:
             stages.append(Stage("imports", "failed", clock() - t0, str(exc), _next_step(exc, "see the import check")))
             return done(exc)

@@ -63,6 +63,16 @@ def inside_folder(module: str) -> str | None:
     return str(entry["folder"]) if isinstance(entry, dict) and entry.get("folder") else None
 
 
+def obsolete_folder(path: str) -> str | None:
+    """The reason a file at ``path`` (relative, posix) sits in a folder its authors marked as
+    obsolete (the name table's ``[obsolete_folders]``: ``legacy/``, ``old_notebooks/``), or None."""
+    table = _table().get("obsolete_folders", {})
+    for part in path.lower().split("/")[:-1]:
+        if part in table:
+            return f"{part}/: {table[part]}"
+    return None
+
+
 def namespaces() -> dict[str, str]:
     return _table().get("namespaces", {})  # type: ignore[return-value]
 

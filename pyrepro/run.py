@@ -591,16 +591,27 @@ def model_distributions(spec: ModelSpec) -> list[str]:
 def scanned_modules(spec: ModelSpec, built: BuiltModel) -> list[str]:
     """The third-party modules the (patched, staged) source imports unconditionally, per the scanner.
 
-    Modules of distributions the registry removes after review (``dependencies.remove``) are left out.
+    Modules of distributions the registry removes after review (``dependencies.remove``) are left out,
+    and so are modules no distribution provides that only files in a folder of obsolete code import
+    (``resolve.obsolete_folder``; ``unchecked_modules`` says which).
     """
+    return _import_plan(spec, built)[0]
+
+
+def unchecked_modules(spec: ModelSpec, built: BuiltModel) -> list[str]:
+    """A sentence for each module ``scanned_modules`` leaves out as obsolete code's."""
+    return _import_plan(spec, built)[1]
+
+
+def _import_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[str]]:
     try:
         from pyrepro.scan import scan_path
     except ImportError:  # the scanner is optional here: the distributions' modules still get imported
-        return []
+        return [], []
     try:
         res = scan_path(built.src_dir, python=spec.python, mapping=spec.module_mapping)
     except Exception:  # a scan failure must not hide the import check; distributions are still checked
-        return []
+        return [], []
     from packaging.utils import canonicalize_name
 
     runtime = {p.stem for p in built.runtime_dir.iterdir()} if built.runtime_dir.is_dir() else set()
@@ -609,9 +620,21 @@ def scanned_modules(spec: ModelSpec, built: BuiltModel) -> list[str]:
     # a guessed name (no mapping knows the module) is still checked: the build decides whether it
     # imports; so is an import no distribution provides (resolved_with "unresolved": a git-only
     # project), which then fails the check with its name instead of passing unseen
-    return sorted({r.module for r in res.imports
-                   if (dist := r.distribution or r.guess or (r.module if r.resolved_with == "unresolved" else None))
-                   and not r.optional and r.module not in runtime and canonicalize_name(dist) not in removed})
+    from pyrepro.resolve import obsolete_folder
+
+    out: set[str] = set()
+    left_out: list[str] = []
+    for r in res.imports:
+        dist = r.distribution or r.guess or (r.module if r.resolved_with == "unresolved" else None)
+        if not dist or r.optional or r.module in runtime or canonicalize_name(dist) in removed:
+            continue
+        why = [obsolete_folder(loc.path) for loc in r.locations]
+        if r.distribution is None and r.locations and all(why):  # unresolved, or a guessed name only
+            left_out.append(f"{r.module} (imported only in {r.locations[0].path}, in {why[0]}; no distribution "
+                            f"provides it)")
+            continue
+        out.add(r.module)
+    return sorted(out), left_out
 
 
 def check_imports(spec: ModelSpec, built: BuiltModel, *, modules: Sequence[str] = (),

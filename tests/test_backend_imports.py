@@ -70,6 +70,28 @@ def test_scanned_modules__import_no_distribution_provides__checked_not_skipped(t
     assert run.scanned_modules(spec, built) == ["ocpmodels", "six"]
 
 
+def test_scanned_modules__own_module_missing_only_from_obsolete_code__not_checked_said(tmp_path: Path) -> None:
+    """cbrain (corpus11 dev): notebooks/dev/old_notebooks/ imports `config` and `dataLoad`, modules
+    the repository no longer has. Imported only there (a folder the name table's [obsolete_folders]
+    knows), they are not import-checked and the reason is said; imported by current code too, or
+    a distribution's module, they are checked as before."""
+    from pyrepro.backends import BuiltModel
+
+    src, rt = tmp_path / "src", tmp_path / "rt"
+    (src / "notebooks" / "old_notebooks").mkdir(parents=True)
+    rt.mkdir()
+    (src / "run.py").write_text("import six\nimport sharedhelper\n")
+    (src / "notebooks" / "old_notebooks" / "diag.py").write_text(
+        "import dataLoad\nfrom config import parser\nimport sharedhelper\nimport six\n")
+    spec = load_registry(SC / "models").get("mini")
+    built = BuiltModel("mini", "local", tmp_path / "env", "k" * 20, src, rt, "s" * 20, tmp_path / "l", "3.11.9",
+                       True, True, 0.0)
+    assert run.scanned_modules(spec, built) == ["sharedhelper", "six"]
+    aside = run.unchecked_modules(spec, built)
+    assert len(aside) == 2 and all("old_notebooks/: earlier notebooks" in a for a in aside)
+    assert aside[0].startswith("config (imported only in notebooks/old_notebooks/diag.py")
+
+
 def test_check_imports__never_the_callers_folder__an_empty_one_of_its_own(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``python -c`` puts the working directory first on sys.path: run from a checkout, its

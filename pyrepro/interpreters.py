@@ -44,8 +44,9 @@ END_OF_LIFE: dict[str, dt.date] = {
 # every patch release of the minor (``==3.7.*``, which takes in 3.7.0, a release no one runs
 # today) leaves out each of their releases: it fails, or quietly takes years-older ones.
 PATCH_FLOORS: dict[str, tuple[str, str]] = {
-    "3.6": ("3.6.2", "torch 1.7.1-1.10.2 declare python_requires>=3.6.2, pandas 0.25-1.1 >=3.6.1: with "
-                     "==3.6.* torch stops at 1.7.0 (DGL 0.9 then refuses to import) and pandas at 0.24"),
+    "3.6": ("3.6.8", "torch 1.7.1-1.10.2 declare python_requires>=3.6.2, pandas 0.25-1.1 >=3.6.1, pyparsing "
+                     "3.1 >=3.6.8: with ==3.6.* torch stops at 1.7.0 (DGL 0.9 then refuses to import) and pandas "
+                     "at 0.24, and from 3.6.2 a pyparsing==3.1.1 pin does not lock (ftcp-inverse, corpus11 dev)"),
     "3.7": ("3.7.1", "pandas 1.2-1.3 declare python_requires>=3.7.1; with ==3.7.* a pin like "
                      "pandas>=1.2.3 does not resolve (alignn 2021)"),
 }

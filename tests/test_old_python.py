@@ -214,7 +214,7 @@ def test_lock__3_7__dependency_needing_the_first_bugfix_release__locks(tmp_path:
     assert 'name = "pandas"' in (d / "pdm.lock").read_text()
 
 
-@pytest.mark.parametrize(("python", "expect"), [("3.6", ">=3.6.2,<3.7"), ("3.7", ">=3.7.1,<3.8"),
+@pytest.mark.parametrize(("python", "expect"), [("3.6", ">=3.6.8,<3.7"), ("3.7", ">=3.7.1,<3.8"),
                                                 ("3.8", "==3.8.*"), ("3.10", "==3.10.*")])
 def test_init__old_minor__pyproject_requires_python_from_its_first_bugfix_release(
         write_files: Any, tmp_path: Path, isolated_cache: Path, python: str, expect: str) -> None:

@@ -247,12 +247,14 @@ files = [{{file = "tinycalc-0.3.2-cp311-cp311-manylinux2014_aarch64.whl", hash =
 """
 
 
+@pytest.mark.parametrize("unfit", ["", '{file = "tinycalc-1.0.0-cp313-cp313-manylinux2014_x86_64.whl", hash = "sha256:3"}'])
 def test_reproduce__lock_has_no_file_of_a_release_for_this_python__nearest_wheel_pinned_relocked(
-        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch, unfit: str) -> None:
     """moflow (corpus10 dev): pdm locked rdkit 2026.9.1 for CPython 3.8 with no file at all (no cp38
     wheel, no sdist, no Requires-Python that said so), and the build stopped on "no file hashes".
     Nothing of that release installs, as with an sdist that does not build: the same repair pins
-    the nearest release with a wheel for the Python, relocks and builds."""
+    the nearest release with a wheel for the Python, relocks and builds. keras-ngf (corpus11 dev):
+    tensorflow-io-gcs-filesystem 0.35.0 locked for 3.8 with wheels for cp39 and newer only is the same."""
     import tomllib
 
     from pyrepro.backends import local
@@ -272,7 +274,7 @@ def test_reproduce__lock_has_no_file_of_a_release_for_this_python__nearest_wheel
         fixed = "tinycalc==0.3.2" in text
         (spec.dir / "pdm.lock").write_text(FILELESS_LOCK.format(
             v="0.3.2" if fixed else "1.0.0",
-            files='{file = "tinycalc-0.3.2-cp311-cp311-manylinux2014_x86_64.whl", hash = "sha256:2"}' if fixed else ""))
+            files='{file = "tinycalc-0.3.2-cp311-cp311-manylinux2014_x86_64.whl", hash = "sha256:2"}' if fixed else unfit))
         return lock.LockOutcome(spec.name, 1, "as-declared", (), (), (), (), (), (), 1.0, spec.python, ("x",), 1,
                                 "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
 
@@ -292,8 +294,13 @@ def test_reproduce__lock_has_no_file_of_a_release_for_this_python__nearest_wheel
 
     monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: [])
     with pytest.raises(SdistBuildError, match="no file of tinycalc 1.0.0 for CPython 3.11"):
-        local.locked_packages(Path(write_files({"l/pdm.lock": FILELESS_LOCK.format(v="1.0.0", files="")}) / "l"
+        local.locked_packages(Path(write_files({"l/pdm.lock": FILELESS_LOCK.format(v="1.0.0", files=unfit)}) / "l"
                                    / "pdm.lock"), "3.11", "manylinux_2_17_x86_64")
+    if unfit:  # the same file fits CPython 3.13, and a lock for another platform is not judged here
+        assert local.locked_packages(Path(write_files({"m/pdm.lock": FILELESS_LOCK.format(v="1.0.0", files=unfit)})
+                                          / "m" / "pdm.lock"), "3.13", "linux-x86_64")[0].version == "1.0.0"
+        assert local.locked_packages(Path(write_files({"n/pdm.lock": FILELESS_LOCK.format(v="1.0.0", files=unfit)})
+                                          / "n" / "pdm.lock"), "3.11", "macosx-arm64")[0].version == "1.0.0"
     res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=True)
     build = next(s for s in res.stages if s.name == "build")
     assert build.status == "ok" and seen == [["tinycalc==0.3.2"]], (build, seen)

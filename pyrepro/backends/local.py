@@ -93,6 +93,11 @@ def locked_packages(lock_path: Path, python: str, platform: str) -> list[Locked]
     env = target_environment(python, platform, first_patch(python))
     out = []
     fileless: list[tuple[str, str]] = []
+    from pyrepro.index import wheel_fits
+
+    # the machine whose wheels a Linux CPython 3 target installs; "" (not checked) for another target
+    machine = next((m for m in ("x86_64", "aarch64") if "linux" in platform and platform.endswith(m)), "") \
+        if python.startswith("3.") else ""
     for i, pkg in enumerate(data.get("package", [])):
         marker = pkg.get("marker")
         if marker:
@@ -113,6 +118,13 @@ def locked_packages(lock_path: Path, python: str, platform: str) -> list[Locked]
                              key=f"package[{i}].files", hint="relock with 'pyrepro lock NAME'")
         names = [str(f.get("file", "")) for f in pkg.get("files", [])]
         sdist_only = bool(names) and not any(n.endswith(".whl") for n in names)
+        if machine and names and all(n.endswith(".whl") for n in names) and not any(
+                wheel_fits(n, python, machine) for n in names):
+            # wheels for other Pythons only (tensorflow-io-gcs-filesystem 0.35.0 locked for 3.8, whose
+            # wheels start at cp39, and no Requires-Python said so: keras-ngf, corpus11 dev): pip finds
+            # nothing to install, so it is repaired like a release with no file at all
+            fileless.append((str(pkg.get("name", "")), str(pkg.get("version", ""))))
+            continue
         out.append(Locked(pkg["name"], pkg["version"], hashes, sdist_only))
     if fileless:
         said = ", ".join(f"{n} {v}" for n, v in fileless)

@@ -28,7 +28,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from pyrepro import proc, relax
-from pyrepro.errors import InputError, PyreproError, ResolutionError, UsageError, exit_code_for
+from pyrepro.errors import BuildError, InputError, PyreproError, ResolutionError, UsageError, exit_code_for
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner
 from pyrepro.progress import NULL_PROGRESS, Progress
@@ -217,6 +217,21 @@ def reproduce(folder: Path, *, paths: Paths, name: str | None = None, python: st
         return _reproduce(folder, name, stages, rec, paths=paths, python=python, test=test, online=online,
                           force=force, mirror=mirror, lock_timeout=lock_timeout, progress=progress, runner=runner,
                           clock=clock)
+    except OSError as exc:
+        # a file a stage needed vanished or could not be written (a cache another run was pruning,
+        # a full disk): that stage fails, named, and the record is kept, as for any stage failure
+        at = next((st for st in STAGES if st not in {s.name for s in stages}), "run")
+        where = f"{exc.filename}: " if exc.filename else ""
+        err = BuildError(f"{where}{exc.strerror or exc}",
+                         hint="check the disk and that no other pyrepro run is cleaning the same cache "
+                              "(PYREPRO_CACHE), then rerun: finished stages are reused")
+        stages.append(Stage(at, "failed", clock() - t_start - sum(s.seconds for s in stages), str(err), err.hint or ""))
+        stages.extend(Stage(st, "skipped", 0.0, "not reached") for st in STAGES if st not in {s.name for s in stages})
+        result = Reproduction(name=name, folder=str(folder), stages=tuple(stages), error=err,
+                              python=rec.get("python", ""), python_reason=rec.get("python_reason", ""),
+                              relaxed=tuple(rec.get("relaxed", ())), imports=tuple(rec.get("imports", ())))
+        _save(paths, result)
+        return result
     except KeyboardInterrupt:
         at = next((st for st in STAGES if st not in {s.name for s in stages}), "run")
         stages.append(Stage(at, "failed", clock() - t_start - sum(s.seconds for s in stages),

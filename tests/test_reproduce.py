@@ -1431,3 +1431,29 @@ def test_reproduce__relock_by_date__takes_back_the_wheel_pin_chosen_for_the_newe
         assert [p["spec"] for p in pins if p["name"] == "tinycalc"] == ["==0.3.2"]
         assert "tinycalc==0.3.2" in (model / "pyproject.toml").read_text()
         assert (model / "pdm.lock").read_text() == "lock 2\n"
+
+
+def test_reproduce__a_file_vanishes_during_the_build__the_build_stage_fails_named_and_the_record_is_kept(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """deeponet (corpus11 dev, run beside another reproduction on the same cache): a file of uv's
+    cache vanished while the environment was installed, and the OSError left reproduce: no record,
+    the CLI's bare "error: <path>". The stage it happened in fails, naming the file, and the record
+    is written like any other stage failure."""
+    from pyrepro.backends import local
+
+    root = write_files({"sub/run.py": "import six\n", "sub/requirements.txt": "six\n"})
+    monkeypatch.setattr(lock, "lock_model", lambda spec, paths, **kw: lock.LockOutcome(
+        spec.name, 1, "as-declared", (), (), (), (), (), (), 1.0, spec.python, ("x",), 1, "sha256:0", None,
+        spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok"))
+
+    def vanish(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        raise FileNotFoundError(2, "No such file or directory", "/cache/uv/archive-v0/X/colorcet/plotting.py")
+
+    monkeypatch.setattr(local, "build", vanish)
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.11", online=False)
+    build = next(s for s in res.stages if s.name == "build")
+    assert build.status == "failed" and "colorcet/plotting.py: No such file or directory" in build.detail
+    assert "other pyrepro run" in build.next_step and not res.ok
+    assert [s.status for s in res.stages] == ["ok", "ok", "failed", "skipped", "skipped"]
+    saved = json.loads((Paths.discover().cache / "reproduce" / "sub.json").read_text())
+    assert saved["stopped_at"] == "build"

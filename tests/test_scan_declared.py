@@ -595,3 +595,13 @@ def test_scan_path__shell_script__backslash_continued_pip_install_is_one_command
     (tmp_path / "run.py").write_text("import numpy, scipy\n")
     got = {(d.name, d.spec, d.line) for d in scan_path(tmp_path).declared}
     assert got == {("numpy", "numpy==1.19.5", 1), ("scipy", "scipy==1.5.4", 1)}
+
+
+def test_parse_environment_yml__a_windows_export__its_runtime_packages_never_pypi_names() -> None:
+    """ftcp-inverse (corpus11 dev): a Windows conda export lists vc=14.2 (conda's Visual C++
+    runtime) and vs2015_runtime; PyPI's unrelated 'vc' was locked (vc 2018.7.10) for it."""
+    text = ("name: ftcp\ndependencies:\n  - python=3.6.13=h3758d61_0\n  - vc=14.2=h21ff451_1\n"
+            "  - vs2015_runtime=14.27.29016=h5e58377_2\n  - ucrt=10.0.20348.0=h57928b3_0\n"
+            "  - m2w64-gcc-libs=5.3.0=7\n  - numpy=1.18.5=py36h6530119_0\n")
+    ms = metadata.parse_environment_yml(text, "environment.yml")
+    assert [d.name for d in ms.declared] == ["numpy"]

@@ -500,7 +500,9 @@ def _unimported_only(spec: Any, sdists: Sequence[tuple[str, str]]) -> dict[str, 
     """sdist -> the declared requirements that bring it into the model's pdm.lock, when every one of
     them is a requirement the code never imports (``[dependencies] extra`` with no marker, not a
     scanned distribution, not a provider of ``[mapping]``): ``repair.Situation.unimported``. Read
-    from the lock's dependency lists; {} when the lock has none (pip's and uv's locks)."""
+    from the lock's dependency lists. A lock without them (pip's and uv's) says only the plain case:
+    the sdist is itself such a requirement (combo-bo, corpus10 held: its README lists "mpi4py >= 2.0
+    (optional)", which no code imports, and mpi4py's sdist needs mpi.h)."""
     import tomllib
 
     req_name = relax.req_name
@@ -511,16 +513,16 @@ def _unimported_only(spec: Any, sdists: Sequence[tuple[str, str]]) -> dict[str, 
     except (OSError, ValueError):
         return {}
     pkgs = [p for p in data.get("package", []) if isinstance(p, dict)]
-    if not any("dependencies" in p for p in pkgs):
-        return {}
-    edges: dict[str, set[str]] = {}
-    for p in pkgs:
-        edges.setdefault(canonicalize_name(str(p.get("name", ""))), set()).update(
-            req_name(str(d)) for d in p.get("dependencies", []))
     deps = spec.dependencies
     imported = {req_name(n) for n in deps.scanned} | {canonicalize_name(m.distribution) for m in spec.mapping} | \
         {req_name(e) for e in deps.extra if ";" in e}
     unimported = {req_name(e) for e in deps.extra if ";" not in e} - imported
+    if not any("dependencies" in p for p in pkgs):
+        return {pkg: (canonicalize_name(pkg),) for pkg, _v in sdists if canonicalize_name(pkg) in unimported}
+    edges: dict[str, set[str]] = {}
+    for p in pkgs:
+        edges.setdefault(canonicalize_name(str(p.get("name", ""))), set()).update(
+            req_name(str(d)) for d in p.get("dependencies", []))
     roots = (imported | unimported) - {req_name(n) for n in (*deps.remove, *deps.dropped)}
 
     def reaches(root: str, target: str) -> bool:

@@ -241,6 +241,10 @@ def test_init__readme_requirement_list_in_prose__versions_read_python_stated(wri
     assert "model-a" not in {*doc["dependencies"]["scanned"], *doc["dependencies"]["extra"], *pins}
     assert metadata.readme_lists(["Dependencies:", "- numpy (1.2)", "", "Usage:", "- step 1.2.3 run"]) == \
         [(2, "numpy==1.2", 2)]
+    # an item its authors call optional is no requirement (combo-bo, corpus10 held: "mpi4py >= 2.0 (optional)",
+    # whose sdist needs mpi.h)
+    assert metadata.readme_lists(["## Required Packages", "* numpy  >=1.10", "* mpi4py >= 2.0 (optional)",
+                                  "* Cython >= 0.22.1, optionally"]) == [(2, "numpy>=1.10", 2)]
 
 
 README_PLAIN_LINES = """\

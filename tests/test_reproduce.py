@@ -1243,13 +1243,16 @@ def test_reproduce_cli__undated_installed_code_fails_to_import__relocked_by_the_
     assert "date-bounded after automatminer failed to import" in lock_row["detail"]
 
 
-@pytest.mark.parametrize("imported_needs_it", [False, True])
+@pytest.mark.parametrize(("imported_needs_it", "lists"), [(False, True), (True, True), (False, False)])
 def test_reproduce__sdist_only_unimported_requirements_need__dropped_relocked_rebuilt(
-        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch, imported_needs_it: bool) -> None:
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch, imported_needs_it: bool,
+        lists: bool) -> None:
     """litmatter, chemprop (corpus6 held): a declared torch-scatter that no code imports, and that
     nothing the code imports needs (the lock's dependency lists say so), ran out of time compiling.
     The declaration is dropped with its reason (``dependencies.dropped``), the model relocked and
-    rebuilt. When an imported distribution's locked release needs it, it is not dropped."""
+    rebuilt. When an imported distribution's locked release needs it, it is not dropped. A lock with
+    no dependency lists (pip's, for Python 2: combo-bo, corpus10 held, README "mpi4py (optional)")
+    still drops a declared sdist that no code imports."""
     import tomllib
 
     from pyrepro.backends import BuiltModel, local
@@ -1267,8 +1270,9 @@ def test_reproduce__sdist_only_unimported_requirements_need__dropped_relocked_re
         locks.append(pyproject)
         scatter = "torch-scatter" in pyproject or imported_needs_it
         (spec.dir / "pdm.lock").write_text(
-            f'[[package]]\nname = "torch-geometric"\nversion = "2.6.1"\ndependencies = [{needs} "numpy"]\n'
-            '[[package]]\nname = "numpy"\nversion = "2.1.0"\n'
+            f'[[package]]\nname = "torch-geometric"\nversion = "2.6.1"\n'
+            + (f'dependencies = [{needs} "numpy"]\n' if lists else "")
+            + '[[package]]\nname = "numpy"\nversion = "2.1.0"\n'
             + ('[[package]]\nname = "torch-scatter"\nversion = "2.1.2"\n' if scatter else ""))
         return lock.LockOutcome(spec.name, 1, "as-declared", (), (), (), (), (), (), 1.0, spec.python, ("x",), 1,
                                 "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")

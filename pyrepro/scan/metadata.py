@@ -1232,6 +1232,8 @@ def readme_lists(lines: Sequence[str]) -> list[tuple[int, str, int]]:
         m = _LIST_REQ.match(text)
         if m is None or (item is None and m.group("tail").strip(" )")):
             continue
+        if re.search(r"\boptional(?:ly)?\b", m.group("tail"), re.I):
+            continue  # "mpi4py >= 2.0 (optional)": the authors say the code runs without it (combo-bo)
         words = "-".join(m.group("name").split()).lower()
         name = renamed(words) or renamed(words.replace("-", "_")) or words  # PyTorch Geometric: torch-geometric
         op = ">=" if m.group("op") == ">=" or _LATER.match(m.group("tail")) else \

@@ -67,7 +67,6 @@ class DateBoundIndex:
     def __init__(self, bound: str, index: Index | None = None) -> None:
         self.bound = bound
         self.index = index or Index(None)
-        self.asked: list[str] = []  # project names pip asked for (for the record and tests)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -78,7 +77,6 @@ class DateBoundIndex:
             return 404, "not a project page\n"
         name = canonicalize_name(m.group(1))
         with self._lock:  # Index keeps one listing per project; pip asks one page at a time anyway
-            self.asked.append(name)
             project = self.index._project(name)
         if project is None:
             return 404, f"{name}: not on the index\n"

@@ -747,7 +747,7 @@ def _rule_marker(rule: str) -> str:
 TARGET_RULES = (lockplan.GUIDED_RULE, "sdist-to-wheel")
 
 
-def _drop_guided_pins(doc: Any) -> list[str]:
+def _drop_target_pins(doc: Any) -> list[str]:
     """A new target (Python or date bound) takes back the pins chosen for the old one: a guided
     resolution's (rule resolver-guided: uv's versions for CPython 3.10 with no date would otherwise
     hold a relock for 2023 to releases of 2026; graphgps, corpus5 dev) and the nearest release with
@@ -765,12 +765,12 @@ def _drop_guided_pins(doc: Any) -> list[str]:
 
 
 def drop_target_pins(req: LockRequest) -> list[str]:
-    """``_drop_guided_pins`` for a relock by date that changes nothing else (the submission's own
+    """``_drop_target_pins`` for a relock by date that changes nothing else (the submission's own
     date, after an as-declared lock): model.toml and the pyproject rewritten when a pin went."""
     if req.model_toml is None:
         return []
     doc = tomlkit.parse(req.model_toml.read_text(encoding="utf-8"))
-    gone = _drop_guided_pins(doc)
+    gone = _drop_target_pins(doc)
     if gone:
         atomic_write_text(req.model_toml, tomlkit.dumps(doc))
         _regenerate(req)
@@ -782,7 +782,7 @@ def persist_python(req: LockRequest, python: str, reason: str) -> None:
     if req.model_toml is None:
         raise ResolutionError(f"{req.name}: no model.toml to record the Python in")
     doc = tomlkit.parse(req.model_toml.read_text(encoding="utf-8"))
-    _drop_guided_pins(doc)
+    _drop_target_pins(doc)
     doc["python"] = python
     doc["python_reason"] = reason
     atomic_write_text(req.model_toml, tomlkit.dumps(doc))
@@ -795,7 +795,7 @@ def persist_era(req: LockRequest, day: str, reason: str, *, python: str | None =
     if req.model_toml is None:
         raise ResolutionError(f"{req.name}: no model.toml to record the date in")
     doc = tomlkit.parse(req.model_toml.read_text(encoding="utf-8"))
-    _drop_guided_pins(doc)
+    _drop_target_pins(doc)
     doc["submitted"] = day
     doc["submitted_reason"] = reason
     if python is not None:

@@ -215,8 +215,9 @@ def later_bound(problems: Sequence[relax.Problem], reqs: Sequence[str], bound: s
     except ValueError:
         return None
     best: tuple[dt.date, str] | None = None
-    direct = {pkg for pkg, _v, _r in direct_not_found(problems, reqs)}
-    for pkg, version, req in (direct_not_found(problems, reqs) if wanted is None else wanted):
+    found = direct_not_found(problems, reqs)
+    direct = {pkg for pkg, _v, _r in found}
+    for pkg, version, req in (found if wanted is None else wanted):
         day = uploaded.get((pkg, version))
         if day is None or day < current:
             continue

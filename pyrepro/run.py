@@ -603,7 +603,22 @@ def unchecked_modules(spec: ModelSpec, built: BuiltModel) -> list[str]:
     return _import_plan(spec, built)[1]
 
 
+#: the last plan, keyed by what it was computed from: the import stage asks for the modules and
+#: then for what was left out, of one staged source (content-addressed), and is answered by one scan
+_LAST_PLAN: list[tuple[tuple[str, ...], tuple[list[str], list[str]]]] = []
+
+
 def _import_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[str]]:
+    key = (built.src_key, str(built.src_dir), str(built.runtime_dir), spec.python, repr(spec.module_mapping),
+           repr(spec.dependencies.remove))
+    if _LAST_PLAN and _LAST_PLAN[0][0] == key:
+        return _LAST_PLAN[0][1]
+    plan = _scan_plan(spec, built)
+    _LAST_PLAN[:] = [(key, plan)]
+    return plan
+
+
+def _scan_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[str]]:
     try:
         from pyrepro.scan import scan_path
     except ImportError:  # the scanner is optional here: the distributions' modules still get imported

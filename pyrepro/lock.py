@@ -427,10 +427,17 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                  start: Strategy = "as-declared", timeout: float = DEFAULT_TIMEOUT, aarch64: bool = True,
                  python_exe: Path | None = None, persist: Callable[[LockRequest, Sequence[relax.Step]], None]
                  | None = None, now: Callable[[], dt.datetime] | None = None,
-                 prefer: str | None = None) -> LockOutcome:
+                 prefer: str | None = None, uv_first: bool = False) -> LockOutcome:
     """Lock ``req.project_dir``: ``pyrepro.lockplan`` decides each next attempt from the results
     so far; this runs them (``pdm lock``), looks up what the planner asks for, and writes pdm.lock
     and lock.toml.
+
+    ``uv_first``: every attempt (but Python 2's, which pip locks) is first a lock from uv's
+    resolution for this machine's target (CPython ``req.python``, x86_64 Linux), and pdm runs only
+    when uv could not answer (an sdist whose metadata uv could not build, a timeout, a file the
+    index does not list). ``pyrepro reproduce`` locks so, within its time budget: uv locked in
+    4-18 s the sets pdm took 70-240 s over (corpus11). Such a lock is for one target; the record
+    says so, and ``pyrepro lock NAME`` relocks with pdm for every target.
 
     ``prefer``: the text of the lock this one replaces (a relock after a repair move). pdm attempts
     without a date bound take its versions first where they still fit (``pdm lock --update-reuse``),
@@ -468,6 +475,7 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     t0 = time.monotonic()
 
     lock_env: list[Path] = []
+    uv_first_made: list[bool] = []  # per attempt: whether it was uv's, first (``uv_first``)
 
     def pip_python() -> Path:
         """Python 2's resolving interpreter (``piplock.resolver_python``), made on first use."""
@@ -496,15 +504,29 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             (work / "pyproject.toml").write_text(text if rs == declared else with_dependencies(text, rs),
                                                  encoding="utf-8")
             budget = attempt_budget(move.strategy, move.bound, era, timeout, "relaxed" in sit.order)
-            if move.resolver == "uv":
-                progress.advance(label, 0, "pdm refused the set uv resolved: the lock from uv's resolution")
+            first = uv_first and not by_pip and move.resolver != "uv"
+            if move.resolver == "uv" or first:
+                progress.advance(label, 0, "uv first: a lock from uv's resolution for this machine" if first
+                                 else "pdm refused the set uv resolved: the lock from uv's resolution")
                 t_uv, index = time.monotonic(), _index()  # one index: its project listings are read once
                 ok, out, locked_text = uvtool.lock_with_uv(
                     rs, req.python, move.bound, runner=runner, cache=uvtool.uv_cache(cache_dir()),
                     files_of=index.file_hashes, requires_python=lock_range(req.python),
                     fits=_admits(req.python, index),
-                    content_hash=content_hash(read_pyproject(work / "pyproject.toml")))
+                    content_hash=content_hash(read_pyproject(work / "pyproject.toml")),
+                    timeout=min(budget, uvtool.UV_RESOLVE_TIMEOUT),
+                    why=UV_FIRST_WHY if first else uvtool.PDM_REFUSED)
                 run = _Run(ok, out, time.monotonic() - t_uv, locked_text, "not locked: uv resolved for x86_64")
+                if first and not ok and not uvtool.no_solution(out):
+                    # uv could not answer (sdist metadata it could not build: torch-cluster's
+                    # setup.py imports torch): pdm decides, as without uv first
+                    first, said_by = False, f"uv first could not answer ({_first_line(out)}); pdm: "
+                    run = _run_pdm(work, req.python, move.bound, runner=runner, python_exe=python_exe,
+                                   timeout=max(budget - run.seconds, budget / 2), aarch64=aarch64,
+                                   on_line=output_detail(progress, label, ResolverDetail()),
+                                   prefer=prefer if move.bound is None else None)
+                elif first:
+                    said_by = "uv first: "
             elif (quick := _uv_says_no(rs, move.bound)) is not None:
                 # every pdm attempt of a large set is checked by uv first: a set uv finds no
                 # resolution for goes on to the next strategy or step in seconds, without a pdm
@@ -545,7 +567,9 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
         error = "" if run.ok else said_by + _trim(run.text)
         attempts.append(Attempt(move.strategy, rs, run.ok, run.seconds, move.bound, error, problems, run.aarch64))
         runs[len(attempts) - 1] = run
-        return lockplan.Tried(move.strategy, rs, move.bound, run.ok, problems, error, resolver=move.resolver)
+        uv_first_made.append(first)
+        return lockplan.Tried(move.strategy, rs, move.bound, run.ok, problems, error,
+                              resolver="uv" if move.resolver == "uv" or (first and run.ok) else "pdm")
 
     while True:
         move = lockplan.next_move(sit)
@@ -602,8 +626,12 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
         fidelity.append(piplock.FIDELITY.format(python=req.python, bound=piplock.BOUNDED.format(bound=last_bound)
                                                 if last_bound else piplock.UNBOUNDED))
     if isinstance(move, lockplan.Locked) and move.attempt.resolver == "uv":
-        fidelity.append(f"{UV_LOCKED} for CPython {req.python} on x86_64 Linux: pdm refused the same "
-                        f"requirement set ({_first_line(attempts[-2].error) if len(attempts) > 1 else 'no reason'})")
+        if uv_first_made[-1]:
+            fidelity.append(f"{UV_LOCKED} for CPython {req.python} on x86_64 Linux: {UV_FIRST_WHY} "
+                            f"(pyrepro lock {req.name} locks with pdm for every target)")
+        else:
+            fidelity.append(f"{UV_LOCKED} for CPython {req.python} on x86_64 Linux: pdm refused the same "
+                            f"requirement set ({_first_line(attempts[-2].error) if len(attempts) > 1 else 'no reason'})")
     for s in steps:
         fidelity.append(f"relaxed {s.summary} ({s.reason})")
     if strategy == "relaxed":
@@ -650,6 +678,10 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     atomic_write_text(record_path, render_record(outcome, stamp))
     progress.finish(label, f"category {category} ({strategy}, {seconds:.0f} s)")
     return outcome
+
+
+#: why a lock was made from uv's resolution first (``lock_request``'s ``uv_first``)
+UV_FIRST_WHY = "uv first, within the reproduction's time budget"
 
 
 def _index() -> Any:
@@ -854,12 +886,12 @@ def _regenerate(req: LockRequest) -> None:
 def lock_model(spec: ModelSpec, paths: Paths, runner: Runner = proc.run, *,
                progress: Progress = NULL_PROGRESS, start: Strategy = "as-declared",
                timeout: float = DEFAULT_TIMEOUT, aarch64: bool = True,
-               python_exe: Path | None = None, prefer: str | None = None) -> LockOutcome:
-    """Lock one registry model (``models/<name>/``); ``prefer`` as in ``lock_request``."""
+               python_exe: Path | None = None, prefer: str | None = None, uv_first: bool = False) -> LockOutcome:
+    """Lock one registry model (``models/<name>/``); ``prefer`` and ``uv_first`` as in ``lock_request``."""
     del paths  # the model's folder comes from its spec; kept for the stage signature
     return lock_request(LockRequest.from_spec(spec), runner=runner, progress=progress, start=start,
                         timeout=timeout, aarch64=aarch64, python_exe=python_exe,
-                        persist=persist_to_model_toml, prefer=prefer)
+                        persist=persist_to_model_toml, prefer=prefer, uv_first=uv_first)
 
 
 def reuse_lock(spec: ModelSpec, source: ModelSpec, *, progress: Progress = NULL_PROGRESS,

@@ -115,7 +115,7 @@ def precheck(requirements: Sequence[str], python: str, bound: str | None, *, run
     if uv is None:
         return None
     text, code, _out = _compile(uv, list(requirements), python, bound, runner=runner, cache=cache, timeout=timeout)
-    if code not in (0, -1) and "No solution found" in text:
+    if code not in (0, -1) and no_solution(text):
         return "\n".join(ln for ln in text.splitlines() if ln.strip())
     return None
 
@@ -198,13 +198,14 @@ UV_LOCK_RETRIES = 4
 def lock_with_uv(requirements: Sequence[str], python: str, bound: str | None, *, runner: Runner, cache: Path,
                  files_of: Callable[[str, str], list[tuple[str, str]]], content_hash: str, requires_python: str,
                  fits: Callable[[str, str], bool] | None = None,
-                 timeout: float = UV_RESOLVE_TIMEOUT) -> tuple[bool, str, str]:
+                 timeout: float = UV_RESOLVE_TIMEOUT, why: str = "") -> tuple[bool, str, str]:
     """A lock from uv's resolution of ``requirements`` for this target, for when pdm refuses the very
     set uv resolved (its lock is for a whole Python range and every marker, uv's for this target):
     ``uv pip compile --generate-hashes``, each package's files named from the index (``files_of``:
     (file name, "sha256:...") of a release), kept when uv gave their hash. (ok, uv's words or why
     not, the pdm.lock text). ``fits(name, version)``: whether that release's Requires-Python admits
-    the target (uv reads only its lower bound)."""
+    the target (uv reads only its lower bound). ``why``: why uv locks (the lock's header says it;
+    default ``PDM_REFUSED``)."""
     uv = uv_executable()
     if uv is None:
         return False, "uv is not installed", ""
@@ -238,7 +239,17 @@ def lock_with_uv(requirements: Sequence[str], python: str, bound: str | None, *,
     from pyrepro.piplock import render_lock
 
     return True, "", render_lock(packages, content_hash, requires_python=requires_python, platform=UV_LOCK_PLATFORM,
-                                 made_by=f"uv's resolution for CPython {python} (pdm refused the same set)")
+                                 made_by=f"uv's resolution for CPython {python} ({why or PDM_REFUSED})")
+
+
+#: why a lock is made from uv's resolution when no other reason is given
+PDM_REFUSED = "pdm refused the same set"
+
+
+def no_solution(text: str) -> bool:
+    """Whether uv's words say the requirements have no resolution (a conflict, a release that does
+    not exist), as opposed to uv not being able to answer (a build, a timeout, a missing file)."""
+    return "No solution found" in text
 
 
 #: The target of a lock made from uv's resolution (``UV_PLATFORM`` as pdm names platforms).

@@ -10,6 +10,15 @@ import pytest
 
 from pyrepro.cli import main
 
+
+@pytest.fixture(autouse=True)
+def _pdm_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These scenarios fake pdm's words: their reproductions lock with pdm first, as ``--pdm`` does
+    (the uv-first lock has its own tests in tests/test_reproduce.py)."""
+    from pyrepro import reproduce as _rep
+
+    monkeypatch.setattr(_rep, "UV_FIRST", False)
+
 REPO = Path(__file__).resolve().parent.parent
 ERROR_KEYS = {"code", "kind", "message", "hint", "location"}
 

@@ -1239,3 +1239,107 @@ def test_lock_request__a_dependency_release_after_the_date_bound__uv_names_it_th
     assert seen[-1] == (("numpy", "torch==2.0.0"), "2023-03-21")
     assert any("triton==2.0.0" in m and "2023-03-20" in m and "uv's resolver named it" in m for m in out.fidelity)
     assert lock.check_lock_dir(d) == []
+
+
+# --------------------------------------------------------------------------- uv first (pyrepro reproduce)
+
+_SIX = "4721f391ed90541fddacab5acf947aa0d3dc7d27b2e1e8eda2be8970586c3274"
+
+
+class _SixIndex:
+    def requires_python(self, name: str, version: str) -> str | None:
+        return None
+
+    def file_hashes(self, name: str, version: str) -> list[tuple[str, str]]:
+        return [("six-1.17.0-py2.py3-none-any.whl", f"sha256:{_SIX}"), ("six-1.17.0.tar.gz", f"sha256:{'e' * 64}")]
+
+
+def _uv_first_runner(uv_says: Completed, pdm_runs: list[list[str]]) -> FakeRunner:
+    """uv pip compile answers ``uv_says``; pdm locks six 1.17.0 (and counts its runs)."""
+    from pyrepro.uvtool import uv_executable
+
+    def pdm(argv, cwd, env):  # type: ignore[no-untyped-def]
+        if "--append" in argv:  # the aarch64 target, added to a lock made
+            return Completed(tuple(argv), 0, "", "")
+        pdm_runs.append(list(argv))
+        proj = Path(argv[argv.index("-p") + 1])
+        h = lock.content_hash(lock.read_pyproject(proj / "pyproject.toml"))
+        (proj / "pdm.lock").write_text(GOOD_LOCK.format(h=h.removeprefix("sha256:")))
+        return Completed(tuple(argv), 0, "", "")
+
+    r = FakeRunner()
+    r.on((uv_executable() or "uv", "pip", "compile"), lambda argv, cwd, env: replace_argv(uv_says, argv))
+    r.on(lock.pdm_command(), pdm)
+    return r
+
+
+def replace_argv(done: Completed, argv: tuple[str, ...]) -> Completed:
+    return Completed(tuple(argv), done.returncode, done.stdout, done.stderr)
+
+
+def test_lock_request__uv_first__uv_resolves__the_lock_is_uvs_pdm_never_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyrepro reproduce locks from uv's resolution first (corpus11: uv locked in 4-18 s the sets pdm
+    took 70-240 s over). The lock names the files uv gave hashes for, passes pdm's check, and the
+    record says it is uv's, for one target, and how to get pdm's lock for every target."""
+    d = _project(tmp_path, ["six"])
+    monkeypatch.setattr(lock, "_index", lambda: _SixIndex())
+    pdm_runs: list[list[str]] = []
+    runner = _uv_first_runner(Completed((), 0, f"six==1.17.0 \\\n    --hash=sha256:{_SIX}\n", ""), pdm_runs)
+    out = lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=runner, python_exe=Path("/usr/bin/python3"),
+                            uv_first=True)
+    assert out.ok and out.category == 1 and pdm_runs == []
+    assert [a.ok for a in out.attempts] == [True]
+    text = (d / "pdm.lock").read_text()
+    assert "six-1.17.0-py2.py3-none-any.whl" in text and "six-1.17.0.tar.gz" not in text
+    assert "uv first" in text.splitlines()[0]
+    assert lock.check_lock_dir(d) == []
+    record = (d / "lock.toml").read_text()
+    assert 'resolver = "uv"' in record and lock.UV_FIRST_WHY in record and "pyrepro lock p" in record
+    assert "pdm refused" not in record
+
+
+def test_lock_request__uv_first__uv_cannot_build_metadata__pdm_locks_as_without_uv(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """lpsda (corpus11): uv cannot build torch-cluster's metadata (its setup.py imports torch). That
+    is no answer about the set: pdm locks it, and the record says pdm did."""
+    d = _project(tmp_path, ["six"])
+    monkeypatch.setattr(lock, "_index", lambda: _SixIndex())
+    pdm_runs: list[list[str]] = []
+    failed = Completed((), 1, "", "  x Failed to build `torch-cluster==1.6.3`\n  ModuleNotFoundError: No module "
+                                  "named 'torch'\n")
+    out = lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=_uv_first_runner(failed, pdm_runs),
+                            python_exe=Path("/usr/bin/python3"), uv_first=True)
+    assert out.ok and out.category == 1 and len(pdm_runs) == 1
+    record = (d / "lock.toml").read_text()
+    assert 'resolver = "pdm"' in record and lock.UV_FIRST_WHY not in record
+
+
+def test_lock_request__uv_first__uv_finds_no_solution__that_is_the_attempts_answer_pdm_never_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What uv cannot resolve for this target pdm cannot lock for every target: uv's "No solution
+    found" is the attempt's failure (the planner reads uv's words), and pdm is not asked."""
+    d = _project(tmp_path, ["six==0.0.1"])
+    monkeypatch.setattr(lock, "_index", lambda: _SixIndex())
+    monkeypatch.setattr(lock, "lookup_versions", lambda names, python, runner: {n: () for n in names})
+    pdm_runs: list[list[str]] = []
+    none = Completed((), 1, "", "  x No solution found when resolving dependencies:\n  `-> Because there is no "
+                                "version of six==0.0.1 and you require six==0.0.1, we can conclude that your "
+                                "requirements are unsatisfiable.\n")
+    out = lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=_uv_first_runner(none, pdm_runs),
+                            python_exe=Path("/usr/bin/python3"), uv_first=True)
+    assert not out.ok and out.category == 4 and pdm_runs == []
+    assert out.attempts and all(a.error.startswith("uv first: ") for a in out.attempts)
+    assert "six" in out.attempts[0].error
+
+
+def test_lock_request__without_uv_first__pdm_locks_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pyrepro lock`` (and ``reproduce --pdm``) keep pdm's lock for every target: uv is not asked
+    for a small set that pdm locks."""
+    d = _project(tmp_path, ["six"])
+    monkeypatch.setattr(lock, "_index", lambda: _SixIndex())
+    pdm_runs: list[list[str]] = []
+    never = Completed((), 0, f"six==1.17.0 \\\n    --hash=sha256:{'0' * 64}\n", "")
+    out = lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=_uv_first_runner(never, pdm_runs),
+                            python_exe=Path("/usr/bin/python3"))
+    assert out.ok and len(pdm_runs) == 1 and 'resolver = "pdm"' in (d / "lock.toml").read_text()

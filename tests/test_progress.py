@@ -28,6 +28,15 @@ from pyrepro.registry import load_registry
 from tests.fakes import FakeRunner
 from tests.test_lock import GOOD_LOCK, _project
 
+
+@pytest.fixture(autouse=True)
+def _pdm_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These scenarios fake pdm's words: their reproductions lock with pdm first, as ``--pdm`` does
+    (the uv-first lock has its own tests in tests/test_reproduce.py)."""
+    from pyrepro import reproduce as _rep
+
+    monkeypatch.setattr(_rep, "UV_FIRST", False)
+
 PY = sys.executable
 BACKEND = Path(__file__).parent / "scenarios" / "backend"
 

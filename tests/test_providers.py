@@ -14,6 +14,15 @@ from pyrepro.index import WheelIndex
 from tests.test_buildreqs import _targz
 
 
+@pytest.fixture(autouse=True)
+def _pdm_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These scenarios fake pdm's words: their reproductions lock with pdm first, as ``--pdm`` does
+    (the uv-first lock has its own tests in tests/test_reproduce.py)."""
+    from pyrepro import reproduce as _rep
+
+    monkeypatch.setattr(_rep, "UV_FIRST", False)
+
+
 class FakeIndex:
     """releases_by / top_levels of a few made-up projects."""
 

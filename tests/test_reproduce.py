@@ -17,6 +17,15 @@ from pyrepro.paths import Paths
 from pyrepro.proc import Completed
 from tests.fakes import FakeRunner, answer_uv_compile, json_result
 
+
+@pytest.fixture(autouse=True)
+def _pdm_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These scenarios fake pdm's words: their reproductions lock with pdm first, as ``--pdm`` does
+    (the uv-first lock has its own tests in tests/test_reproduce.py)."""
+    from pyrepro import reproduce as _rep
+
+    monkeypatch.setattr(_rep, "UV_FIRST", False)
+
 Write = Callable[..., Path]
 
 
@@ -1461,3 +1470,43 @@ def test_reproduce__a_file_vanishes_during_the_build__the_build_stage_fails_name
     assert [s.status for s in res.stages] == ["ok", "ok", "failed", "skipped", "skipped"]
     saved = json.loads((Paths.discover().cache / "reproduce" / "sub.json").read_text())
     assert saved["stopped_at"] == "build"
+
+
+def test_reproduce_cli__every_lock_is_uvs_resolution_first__pdm_flag_says_pdm_first(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The reproduction's time budget: its locks are uv's resolution for this machine first (pdm
+    where uv cannot answer); ``--pdm`` asks pdm first, for every target."""
+    from pyrepro import run as run_mod
+
+    monkeypatch.setattr(reproduce, "UV_FIRST", True)
+    root = write_files({"m/run.py": "import numpy\n"})
+    asked: list[bool] = []
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        asked.append(kw["uv_first"])
+        return _lock_outcome(spec)
+
+    _fake_pipeline(monkeypatch, fake_lock)
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["numpy"])
+    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [("numpy", "ok", "")])
+    assert main(["reproduce", str(root / "m"), "--json", "--offline"]) == 0
+    assert main(["reproduce", str(root / "m"), "--json", "--offline", "--pdm", "--force", "--name", "m_pdm"]) == 0
+    capsys.readouterr()
+    assert asked == [True, False]
+
+
+@pytest.mark.integration
+def test_reproduce_cli__uv_first__real_index__locked_from_uvs_resolution_built_imported(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Real uv resolution and install from PyPI (network): the default reproduction locks with uv
+    first, the lock passes pdm's check, the record says it is uv's for this target."""
+    monkeypatch.setattr(reproduce, "UV_FIRST", True)
+    root = write_files({"uvm/run.py": "import six\nprint(six.PY3)\n", "uvm/requirements.txt": "six==1.16.0\n"})
+    assert main(["reproduce", str(root / "uvm"), "--json"]) == 0
+    rec = _json(capsys)
+    assert rec["ok"] and [i["module"] for i in rec["imports"]] == ["six"]
+    record = (project / "models" / "uvm" / "lock.toml").read_text()
+    assert 'resolver = "uv"' in record and lock.UV_FIRST_WHY in record
+    assert lock.check_lock_dir(project / "models" / "uvm") == []

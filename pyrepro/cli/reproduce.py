@@ -24,6 +24,9 @@ def register(app: typer.Typer) -> None:
         timeout: float = typer.Option(15.0, "--timeout", help="Minutes per resolver attempt"),
         budget: float = typer.Option(10.0, "--budget", help="Minutes for the whole reproduction (0: no limit); "
                                                             "when it runs out, the stage says so"),
+        pdm_first: bool = typer.Option(False, "--pdm", help="Lock with pdm for every target first (slower); "
+                                                            "by default a lock is uv's resolution for this machine "
+                                                            "first, pdm where uv cannot answer"),
         as_json: bool = typer.Option(False, "--json", help="The record as JSON"),
     ) -> None:
         """init -> lock -> build -> import check (-> test run): a verified environment, no human step."""
@@ -35,7 +38,7 @@ def register(app: typer.Typer) -> None:
             warn(note)
         result = rep.reproduce(folder, paths=paths, name=rep.check_name(name) if name else None, python=python,
                                test=test, online=not offline, force=force, mirror=mirror, lock_timeout=timeout * 60,
-                               progress=CliProgress(enabled=not as_json), budget=budget * 60 if budget > 0 else None)
+                               progress=CliProgress(enabled=not as_json), budget=budget * 60 if budget > 0 else None, uv_first=not pdm_first)
         if as_json:
             emit_json(result.to_json())
         else:

@@ -44,6 +44,7 @@ from pyrepro.errors import (
     InputError,
     NetworkError,
     NotFoundError,
+    PyreproError,
     ResolutionError,
 )
 from pyrepro.fsutil import atomic_write_text
@@ -483,13 +484,26 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             lock_env.append(piplock.resolver_python(python_exe, cache_dir(), runner=runner))
         return lock_env[0]
 
+    found: list[str | None] = []
+
+    def uv_python() -> str | None:
+        """The target's own interpreter, for uv's sdist metadata builds (``uvtool._compile``), or
+        None when this machine has none (uv then builds with what it finds)."""
+        if not found:
+            try:
+                found.append(str(find_python(req.python)))
+            except PyreproError:
+                found.append(None)
+        return found[0]
+
     def _uv_says_no(rs: Sequence[str], bound: str | None) -> tuple[str, float] | None:
         """uv's no-solution text and its seconds, when uv finds none for a large set (not for Python
         2, which uv does not resolve); None otherwise."""
         if by_pip or len(rs) < uvtool.UV_PRECHECK_MIN:
             return None
         t_uv = time.monotonic()
-        text = uvtool.precheck(rs, req.python, bound, runner=runner, cache=uvtool.uv_cache(cache_dir()))
+        text = uvtool.precheck(rs, req.python, bound, runner=runner, cache=uvtool.uv_cache(cache_dir()),
+                               interpreter=uv_python())
         if text is None or not any(p.kind in ("conflict", "not-found") for p in relax.diagnose(text)):
             return None
         return text, time.monotonic() - t_uv
@@ -515,7 +529,7 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                     fits=_admits(req.python, index),
                     content_hash=content_hash(read_pyproject(work / "pyproject.toml")),
                     timeout=min(budget, uvtool.UV_RESOLVE_TIMEOUT),
-                    why=UV_FIRST_WHY if first else uvtool.PDM_REFUSED)
+                    why=UV_FIRST_WHY if first else uvtool.PDM_REFUSED, interpreter=uv_python())
                 run = _Run(ok, out, time.monotonic() - t_uv, locked_text, "not locked: uv resolved for x86_64")
                 if first and not ok and not uvtool.no_solution(out):
                     # uv could not answer (sdist metadata it could not build: torch-cluster's
@@ -580,7 +594,7 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             elif move.guide is not None:
                 progress.advance(label, 0, "the resolver had nothing to act on: asking uv for a resolution")
                 guides = {move.guide: uvtool.guide(move.guide, req.python, sit.relax_bound, runner=runner,
-                                                   cache=uvtool.uv_cache(cache_dir()))}
+                                                   cache=uvtool.uv_cache(cache_dir()), interpreter=uv_python())}
             sit = sit.learn(
                 versions=lookup_versions(move.versions, req.python, runner=runner) if move.versions else None,
                 uploaded={(n, v): upload_date(n, v, runner=runner) for n, v in move.uploads}, guides=guides)

@@ -720,7 +720,7 @@ def _after_imports(s: Situation) -> Move:
     move = _version_check(s, inside)
     if move is not None:
         return move
-    if inside and "era-of" not in tried and not s.dated and not _python2(s):
+    if inside and "era-of" not in tried and not s.dated:
         move = _era_of_failing_release(s, inside)
         if move is not None:
             return move
@@ -899,7 +899,8 @@ def _era_of_failing_release(s: Situation, inside: list[tuple[str, str, str]]) ->
     scikit-learn: "No module named 'sklearn.metrics.scorer'"): the locked release of the
     distribution that fails was made against the packages of its own day, so that day becomes the
     submission's date bound, and the Python settled by then when the submission states none (rule
-    ``era-of-failing-release``, once). None when no failing module's distribution is known."""
+    ``era-of-failing-release``, once; Python 2 code keeps its Python 2, which pip locks through a
+    date-bounded view of the index). None when no failing module's distribution is known."""
     for module, _status, message in inside:
         got = s.installed.get(module.split(".")[0])
         if got is None:
@@ -910,7 +911,7 @@ def _era_of_failing_release(s: Situation, inside: list[tuple[str, str, str]]) ->
             continue
         python, how = s.python, f"on CPython {s.python}"
         settled = settled_pythons(when)
-        if not s.python_stated and settled and version_key(settled[-1]) < version_key(s.python) \
+        if not s.python_stated and not _python2(s) and settled and version_key(settled[-1]) < version_key(s.python) \
                 and not _interpreter(s, settled[-1]):
             python, how = settled[-1], f"on CPython {settled[-1]}, the Python settled by then"
         reason = (f"{when.isoformat()}: {module} fails to import inside installed code on CPython {s.python} "

@@ -104,7 +104,7 @@ UV_PRECHECK_MIN = 10
 
 
 def precheck(requirements: Sequence[str], python: str, bound: str | None, *, runner: Runner, cache: Path,
-             uv: str | None = None, timeout: float = UV_PRECHECK_TIMEOUT) -> str | None:
+             uv: str | None = None, timeout: float = UV_PRECHECK_TIMEOUT, interpreter: str | None = None) -> str | None:
     """uv's explanation when it finds that ``requirements`` have no resolution for this target
     ("No solution found": a conflict, a release that does not exist), else None (resolved, uv
     missing, a build or network failure, a timeout: nothing is known, and pdm decides). pdm locks
@@ -114,14 +114,16 @@ def precheck(requirements: Sequence[str], python: str, bound: str | None, *, run
     uv = uv or uv_executable()
     if uv is None:
         return None
-    text, code, _out = _compile(uv, list(requirements), python, bound, runner=runner, cache=cache, timeout=timeout)
+    text, code, _out = _compile(uv, list(requirements), python, bound, runner=runner, cache=cache, timeout=timeout,
+                                interpreter=interpreter)
     if code not in (0, -1) and no_solution(text):
         return "\n".join(ln for ln in text.splitlines() if ln.strip())
     return None
 
 
 def guide(requirements: Sequence[str], python: str, bound: str | None, *, runner: Runner,
-          cache: Path, uv: str | None = None, timeout: float = UV_RESOLVE_TIMEOUT) -> Guide:
+          cache: Path, uv: str | None = None, timeout: float = UV_RESOLVE_TIMEOUT,
+          interpreter: str | None = None) -> Guide:
     """Resolve ``requirements`` with uv for CPython ``python`` on linux x86_64, with nothing
     uploaded on or after ``bound`` (pdm's ``--exclude-newer`` day: uv reads a bare date as the end
     of that day, so the bound is given as its first instant). A direct requirement whose sdist uv
@@ -135,7 +137,8 @@ def guide(requirements: Sequence[str], python: str, bound: str | None, *, runner
         return Guide((), "uv is not installed (pip install uv, or set PYREPRO_UV)")
     reqs = list(requirements)
     for _ in range(UV_BUILD_RETRIES + 1):
-        text, code, out = _compile(uv, reqs, python, bound, runner=runner, cache=cache, timeout=timeout)
+        text, code, out = _compile(uv, reqs, python, bound, runner=runner, cache=cache, timeout=timeout,
+                                   interpreter=interpreter)
         if code == 0:
             versions = parse_compiled(out)
             return Guide(versions) if versions else Guide((), "uv pip compile printed no resolution")
@@ -149,13 +152,18 @@ def guide(requirements: Sequence[str], python: str, bound: str | None, *, runner
 
 
 def _compile(uv: str, reqs: Sequence[str], python: str, bound: str | None, *, runner: Runner, cache: Path,
-             timeout: float, extra: Sequence[str] = ()) -> tuple[str, int, str]:
-    """One ``uv pip compile``: (its error text, exit status, its output)."""
+             timeout: float, extra: Sequence[str] = (), interpreter: str | None = None) -> tuple[str, int, str]:
+    """One ``uv pip compile``: (its error text, exit status, its output). ``interpreter``: the
+    target's own CPython, which builds the metadata of sdists (else uv builds it with whatever
+    Python it finds: absl-py 0.8.1's setup.py refuses CPython 3.11, "Python version 2.7 or 3.4+
+    is required", and molecule-chef's 3.6 set got no answer)."""
     with tempfile.TemporaryDirectory(prefix="pyrepro-uv-guide-") as tmp:
         req_in = Path(tmp) / "requirements.in"
         req_in.write_text("".join(f"{r}\n" for r in reqs), encoding="utf-8")
         argv = [uv, "pip", "compile", str(req_in), "--python-version", python, "--python-platform", UV_PLATFORM,
                 "--no-annotate", "--no-header", "--quiet", "--no-config", *extra]
+        if interpreter:
+            argv += ["--python", interpreter]
         if bound:
             argv += ["--exclude-newer", f"{bound}T00:00:00Z"]
             for name, day in build_tool_overrides(bound):
@@ -198,7 +206,8 @@ UV_LOCK_RETRIES = 4
 def lock_with_uv(requirements: Sequence[str], python: str, bound: str | None, *, runner: Runner, cache: Path,
                  files_of: Callable[[str, str], list[tuple[str, str]]], content_hash: str, requires_python: str,
                  fits: Callable[[str, str], bool] | None = None,
-                 timeout: float = UV_RESOLVE_TIMEOUT, why: str = "") -> tuple[bool, str, str]:
+                 timeout: float = UV_RESOLVE_TIMEOUT, why: str = "",
+                 interpreter: str | None = None) -> tuple[bool, str, str]:
     """A lock from uv's resolution of ``requirements`` for this target, for when pdm refuses the very
     set uv resolved (its lock is for a whole Python range and every marker, uv's for this target):
     ``uv pip compile --generate-hashes``, each package's files named from the index (``files_of``:
@@ -219,7 +228,7 @@ def lock_with_uv(requirements: Sequence[str], python: str, bound: str | None, *,
                 (Path(tmp) / "constraints.txt").write_text("".join(f"{e}\n" for e in excluded), encoding="utf-8")
                 extra += ("--constraint", str(Path(tmp) / "constraints.txt"))
             text, code, out = _compile(uv, list(requirements), python, bound, runner=runner, cache=cache,
-                                       timeout=timeout, extra=extra)
+                                       timeout=timeout, extra=extra, interpreter=interpreter)
         if code != 0:
             return False, "\n".join(ln for ln in text.splitlines() if ln.strip())[-2000:] or f"uv exited {code}", ""
         unfit = [f"{n}!={v}" for n, v, _h in parse_hashed(out) if fits is not None and not fits(n, v)]

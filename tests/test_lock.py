@@ -1343,3 +1343,31 @@ def test_lock_request__without_uv_first__pdm_locks_first(tmp_path: Path, monkeyp
     out = lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=_uv_first_runner(never, pdm_runs),
                             python_exe=Path("/usr/bin/python3"))
     assert out.ok and len(pdm_runs) == 1 and 'resolver = "pdm"' in (d / "lock.toml").read_text()
+
+
+def test_lock_request__uv_builds_sdist_metadata_with_the_targets_own_interpreter(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """molecule-chef (corpus11, 3.6): uv built absl-py 0.8.1's metadata with CPython 3.11, whose
+    setup.py refused it, so uv gave no answer. uv now runs with the target's own interpreter."""
+    d = _project(tmp_path, ["six"])
+    monkeypatch.setattr(lock, "_index", lambda: _SixIndex())
+    monkeypatch.setattr(lock, "find_python", lambda version: Path(f"/opt/cpython-{version}/bin/python"))
+    runner = _uv_first_runner(Completed((), 0, f"six==1.17.0 \\\n    --hash=sha256:{_SIX}\n", ""), [])
+    lock.lock_request(lock.LockRequest("p", d, "3.6"), runner=runner, python_exe=Path("/usr/bin/python3"),
+                      uv_first=True)
+    argv = runner.calls[0][0]
+    assert argv[argv.index("--python") + 1] == "/opt/cpython-3.6/bin/python"
+    assert argv[argv.index("--python-version") + 1] == "3.6"
+
+
+@pytest.mark.integration
+def test_uv_guide__real_index__an_old_sdists_metadata_built_on_the_target_python(tmp_path: Path) -> None:
+    """absl-py 0.8.1 (an sdist only) builds its metadata on CPython 3.6 (network)."""
+    from pyrepro import uvtool
+
+    try:
+        py = lock.find_python("3.6")
+    except Exception:
+        pytest.skip("no CPython 3.6 here")
+    g = uvtool.guide(["absl-py==0.8.1"], "3.6", None, runner=proc.run, cache=tmp_path / "uv", interpreter=str(py))
+    assert g.ok and g.version("absl-py") == "0.8.1", g.error

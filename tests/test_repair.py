@@ -415,6 +415,19 @@ def test_imports_inside__undated__era_of_the_failing_release_and_its_python() ->
     assert not isinstance(Oracle().answer(s), repair.RelockByEra)
 
 
+def test_imports_inside__undated_python_2__era_of_the_failing_release_python_2_stays() -> None:
+    """diagnose-heart (corpus12 dev, Python 2.7, no date): lasagne 0.1 of 2015 fails inside
+    ("cannot import name downsample": Theano 0.9 removed it). pip locks Python 2 under a date bound
+    now, so the era of the failing release applies; the Python stays 2.7, stated or not."""
+    row = ("lasagne", "error", "ImportError: cannot import name downsample")
+    o = Oracle(uploads={"lasagne==0.1": "2015-08-13"})
+    for stated in (True, False):
+        s = _s(python="2.7", python_stated=stated, dated=False, imports=(row,),
+               installed={"lasagne": ("lasagne", "0.1")})
+        move = o.answer(s)
+        assert isinstance(move, repair.RelockByEra) and move.day == "2015-08-13" and move.python == "2.7"
+
+
 def test_imports_inside__undeclared_package_under_an_as_declared_lock__date_relock_first() -> None:
     """molecule-autoencoder (corpus8 dev, 2016): the as-declared lock took keras 2.10.0, which asks
     for tensorflow; the keras of 2016 never did. A dated submission relocks by its date before any

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyrepro.errors import ExternalToolError, MissingToolError
+from pyrepro.interpreters import first_patch
 from pyrepro.pdmrun import build_tool_overrides
 from pyrepro.proc import Runner
 from pyrepro.relax import req_name
@@ -160,7 +161,9 @@ def _compile(uv: str, reqs: Sequence[str], python: str, bound: str | None, *, ru
     with tempfile.TemporaryDirectory(prefix="pyrepro-uv-guide-") as tmp:
         req_in = Path(tmp) / "requirements.in"
         req_in.write_text("".join(f"{r}\n" for r in reqs), encoding="utf-8")
-        argv = [uv, "pip", "compile", str(req_in), "--python-version", python, "--python-platform", UV_PLATFORM,
+        # uv reads "3.6" as 3.6.0: the lock's own floor (pandas 1.0.0 needs >=3.6.1; retroxpert, corpus12)
+        argv = [uv, "pip", "compile", str(req_in), "--python-version", first_patch(python),
+                "--python-platform", UV_PLATFORM,
                 "--no-annotate", "--no-header", "--quiet", "--no-config", *extra]
         if interpreter:
             argv += ["--python", interpreter]

@@ -654,7 +654,7 @@ def test_lock_request__timeout_with_no_date__uv_resolution_pinned_then_locked(tm
             calls.append(("uv " + " ".join(reqs), timeout))
             if "torch-scatter" in reqs:  # its sdist needs torch to build its metadata
                 return Completed(tuple(argv), 1, "", "error: Failed to build `torch-scatter==2.1.2`\n  cause: ...")
-            assert argv[argv.index("--python-version") + 1] == "3.10" and "--exclude-newer" not in argv
+            assert argv[argv.index("--python-version") + 1] == "3.10.0" and "--exclude-newer" not in argv
             return Completed(tuple(argv), 0, "numpy==1.23.5\nsix==1.16.0\n", "")
         proj = Path(argv[argv.index("-p") + 1])
         deps = lock.read_pyproject(proj / "pyproject.toml")["project"]["dependencies"]
@@ -1357,7 +1357,7 @@ def test_lock_request__uv_builds_sdist_metadata_with_the_targets_own_interpreter
                       uv_first=True)
     argv = runner.calls[0][0]
     assert argv[argv.index("--python") + 1] == "/opt/cpython-3.6/bin/python"
-    assert argv[argv.index("--python-version") + 1] == "3.6"
+    assert argv[argv.index("--python-version") + 1] == "3.6.8"  # the lock's floor: uv reads "3.6" as 3.6.0
 
 
 @pytest.mark.integration

@@ -554,6 +554,9 @@ def submission_date(folder: Path, *, pins: Sequence[tuple[str, str]] = (),
     return pinned or DateChoice(None, "")
 
 
+#: how the reason of a date that only bounds the submission's time starts (its Python's end of life,
+#: an API's removal): the code is older, by how much nobody says (``repair``'s era-of rules still apply)
+BOUND_ONLY = "no date stated, only a bound: "
 ERA_AFTER_EOL = dt.timedelta(days=365)  # a Python's end of life bounds an undated submission this long after
 
 
@@ -571,7 +574,7 @@ def python_era(python: str, python_reason: str, *, today: dt.date | None = None)
     eol = END_OF_LIFE.get(python)
     if eol is None or python_reason.startswith(NO_EVIDENCE) or eol + ERA_AFTER_EOL >= (today or dt.date.today()):
         return DateChoice(None, "")
-    return DateChoice(eol, f"no date stated; CPython {python}, the Python the submission states "
+    return DateChoice(eol, f"{BOUND_ONLY}CPython {python}, the Python the submission states "
                            f"({python_reason[:120]}), reached its end of life on {eol}: nothing released later")
 
 
@@ -595,7 +598,7 @@ def api_era(uses: Sequence[Any]) -> DateChoice:
         return DateChoice(None, "")
     day, use = min(dated, key=lambda x: x[0])
     bound = day + API_ERA_AFTER
-    return DateChoice(bound, f"no date stated; {use.location} uses {use.module}, removed on {day} ({use.reason}): "
+    return DateChoice(bound, f"{BOUND_ONLY}{use.location} uses {use.module}, removed on {day} ({use.reason}): "
                              f"nothing released more than a year after that")
 
 

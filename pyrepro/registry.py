@@ -154,6 +154,7 @@ class ModelSpec:
     path: Path  # the model.toml this came from
     aliases: tuple[str, ...] = ()
     submitted: dt.date | None = None
+    submitted_reason: str = ""  # why that date (evidence.BOUND_ONLY: it only bounds the submission's time)
     extra_sources: tuple[ExtraSource, ...] = ()
     test: TestMode = field(default_factory=TestMode)
     tools: tuple[str, ...] = ()
@@ -366,6 +367,7 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
         notes=r.text("notes", default=""),
         mapping=_mapping(r),
         python_reason=r.text("python_reason", default=""),
+        submitted_reason=r.text("submitted_reason", default=""),
         gpu_reason=r.text("gpu_reason", default=""),
         benchmarks_reason=r.text("benchmarks_reason", default=""),
     )

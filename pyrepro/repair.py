@@ -104,6 +104,9 @@ class Situation:
     python_reason: str
     strategy: str  # the current lock's strategy: as-declared | date-bounded | relaxed | reused
     dated: bool  # the submission has a date to bound a relock by
+    #: that date only bounds the submission's time (its Python's end of life, an API's removal:
+    #: ``evidence.BOUND_ONLY``), so a failing release's own upload day may date it better
+    bound_only: bool = False
     online: bool = True
     # exact pins (distribution, version) the failed lock's resolver found no release of for this Python
     unlocked: tuple[tuple[str, str], ...] = ()
@@ -500,7 +503,7 @@ def _era_of_failing_sdist(s: Situation) -> RelockByEra | None:
     cpp_extension imports pkg_resources, which the newest setuptools the lock took no longer ships,
     so torch-scatter 2.1.1's setup.py cannot even start). The sdist's upload day becomes the date
     bound, once (rule ``era-of-failing-sdist``); the Python stays. None when dated or tried."""
-    if s.dated or any(m.kind == "era-of" for m in s.moves) or _python2(s):
+    if (s.dated and not s.bound_only) or any(m.kind == "era-of" for m in s.moves) or _python2(s):
         return None
     pkg, version = s.sdists[0]
     when = _upload_day(s, pkg, version)
@@ -720,7 +723,7 @@ def _after_imports(s: Situation) -> Move:
     move = _version_check(s, inside)
     if move is not None:
         return move
-    if inside and "era-of" not in tried and not s.dated:
+    if inside and "era-of" not in tried and (not s.dated or s.bound_only):
         move = _era_of_failing_release(s, inside)
         if move is not None:
             return move
@@ -915,7 +918,8 @@ def _era_of_failing_release(s: Situation, inside: list[tuple[str, str, str]]) ->
                 and not _interpreter(s, settled[-1]):
             python, how = settled[-1], f"on CPython {settled[-1]}, the Python settled by then"
         reason = (f"{when.isoformat()}: {module} fails to import inside installed code on CPython {s.python} "
-                  f"({message[:160]}); the submission has no date, and {dist} {version}, the release locked, was "
+                  f"({message[:160]}); the submission has {'only a bound for its date' if s.dated else 'no date'}, "
+                  f"and {dist} {version}, the release locked, was "
                   f"uploaded {when.isoformat()}: relocked with nothing newer than that day {how} (rule "
                   f"era-of-failing-release)")
         return RelockByEra(when.isoformat(), python, reason, summary=f"{module} failed to import on {s.python}")

@@ -469,7 +469,7 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
                lock_failed: str = "", unavailable: tuple[tuple[str, str, str], ...] = ()) -> Any:
     """What the repair planner needs to know of ``spec`` and its lock record (``repair.Situation``)."""
     from pyrepro import lock, repair
-    from pyrepro.evidence import NO_EVIDENCE
+    from pyrepro.evidence import BOUND_ONLY, NO_EVIDENCE
     from pyrepro.providers import known_absent
 
     try:
@@ -504,6 +504,7 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
     return repair.Situation(python=spec.python, python_stated=not (spec.python_reason or "").startswith(NO_EVIDENCE),
                             python_reason=spec.python_reason or "", strategy=str(record.get("strategy", "")),
                             dated=spec.submitted is not None, online=online, sdists=tuple(sdists),
+                            bound_only=(spec.submitted_reason or "").startswith(BOUND_ONLY),
                             unlocked=tuple(unlocked), lock_failed=lock_failed,
                             imports=tuple(imports), notes=spec.notes or "", moves=tuple(moves),
                             absent={m: why for m, why in absent.items() if why}, provided=provided,

@@ -426,6 +426,13 @@ def test_imports_inside__undated_python_2__era_of_the_failing_release_python_2_s
                installed={"lasagne": ("lasagne", "0.1")})
         move = o.answer(s)
         assert isinstance(move, repair.RelockByEra) and move.day == "2015-08-13" and move.python == "2.7"
+    # its date only a bound (Python 2.7's end of life, the lock bounded by it): the era applies too
+    bounded = _s(python="2.7", python_stated=True, dated=True, bound_only=True, strategy="date-bounded",
+                 imports=(row,), installed={"lasagne": ("lasagne", "0.1")})
+    move = o.answer(bounded)
+    assert isinstance(move, repair.RelockByEra) and move.day == "2015-08-13" and "only a bound" in move.reason
+    # a date the submission states: its own date relock, never the era of a release
+    assert not isinstance(o.answer(replace(bounded, bound_only=False)), repair.RelockByEra)
 
 
 def test_imports_inside__undeclared_package_under_an_as_declared_lock__date_relock_first() -> None:

@@ -131,9 +131,17 @@ def python_evidence(folder: Path, *, python2: Sequence[Location] = ()) -> tuple[
                 if m:
                     found.append(Evidence(_mm(m.group(1), m.group(2)), "pin", Location(rel, n), line.strip()))
         elif name in ("setup.py", "setup.cfg", "pyproject.toml"):
+            section = ""
             for n, line in enumerate(_lines(p), 1):
+                if name == "pyproject.toml" and (h := re.match(r"^\s*\[([^\]]+)\]", line)):
+                    section = h.group(1).strip()
                 if (e := _requires_python(line, Location(rel, n))) is not None:
                     found.append(e)
+                elif section == "tool.poetry.dependencies" and (
+                        q := re.match(r"^\s*python\s*=\s*['\"]([^'\"]+)['\"]", line)) and (
+                        e := _requires_python(f"requires-python = '{_poetry_spec(q.group(1))}'",
+                                              Location(rel, n))) is not None:
+                    found.append(replace(e, text=line.strip()))  # Poetry's requires-python (scgen: "^3.8")
         elif name in README_NAMES and rel.count("/") <= 1:
             # a README's install commands and requirement lists (metadata.readme_commands)
             for n, text, _block in readme_commands("\n".join(_lines(p))):
@@ -189,6 +197,21 @@ def python_evidence(folder: Path, *, python2: Sequence[Location] = ()) -> tuple[
     for loc in python2[:1]:
         found.append(Evidence("2.7", "python2", loc, "Python 2 code"))
     return tuple(sorted(found, key=lambda e: (RANK[e.kind], e.location.path, e.location.line or 0)))
+
+
+def _poetry_spec(text: str) -> str:
+    """Poetry's version constraint as a PEP 440 specifier set: ``^3.8`` -> ``>=3.8,<4.0``, ``~3.8``
+    -> ``>=3.8,<3.9``, a bare ``3.8`` -> ``==3.8``, ``*`` -> ``""``; anything else as written."""
+    t = text.strip()
+    if t in ("*", ""):
+        return ""
+    if m := re.fullmatch(r"\^\s*(\d+)(?:\.(\d+))?(?:\.\d+)?", t):
+        return f">={m.group(1)}.{m.group(2) or 0},<{int(m.group(1)) + 1}.0"
+    if m := re.fullmatch(r"~\s*(\d+)\.(\d+)(?:\.\d+)?", t):
+        return f">={m.group(1)}.{m.group(2)},<{m.group(1)}.{int(m.group(2)) + 1}"
+    if re.fullmatch(r"\d+\.\d+(?:\.\d+)?", t):
+        return f"=={t}"
+    return t
 
 
 def _requires_python(line: str, where: Location) -> Evidence | None:
@@ -270,6 +293,17 @@ def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = N
     if evidence:
         choice = _stated(evidence, lo, hi, said)
         off = [str(e) for e in ranges if choice.version.startswith("3.") and not in_range(choice.version, e.spec)]
+        clashes = said and not version_key(lo) <= version_key(choice.version) <= version_key(hi)
+        both = [v for v, _r in RELEASES if all(in_range(v, e.spec) for e in ranges)
+                and version_key(lo) <= version_key(v) <= version_key(hi)]
+        if off and clashes and both:
+            # the submission's own metadata and its code agree against a Python it states elsewhere
+            # (scgen 2023: docs say `conda create python=3.7`; pyproject.toml's python = ">=3.8" and the
+            # code's typing.Literal both need 3.8): the nearest Python both allow
+            above = [v for v in both if version_key(v) > version_key(choice.version)]
+            took = above[0] if above else both[-1]
+            return PythonChoice(took, f"{choice.reason}; but {'; '.join(off)} does not allow it, nor does the code "
+                                      f"({said}): took {took}, the nearest Python both allow", choice.evidence)
         if off:
             choice = PythonChoice(choice.version, f"{choice.reason}; but {'; '.join(off)} does not allow it: a stated "
                                                   "Python is kept, check it", choice.evidence)

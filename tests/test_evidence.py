@@ -89,6 +89,21 @@ def test_choose_python__a_pin_outside_a_stated_range__kept_and_said() -> None:
     assert choice.version == "3.6" and "does not allow it" in choice.reason and "setup.py:9" in choice.reason
 
 
+def test_init__a_stated_python_that_its_own_metadata_and_its_code_refuse__the_nearest_both_allow(
+        write_files: Write, tmp_path: Path) -> None:
+    """scgen (corpus12 dev, 2023): its docs say `conda create -n scgen-env python=3.7`, its
+    pyproject.toml (Poetry) says python = ">=3.8,<4.0" and its code imports typing.Literal (3.8+):
+    3.8, said so. A pin only the metadata refuses is kept (test above); Poetry's caret reads too."""
+    root = write_files({
+        "sub/scgen/model.py": "from typing import Literal\nimport numpy\n",
+        "sub/docs/installation.rst": "Install::\n\n    conda create -n scgen-env python=3.7\n",
+        "sub/pyproject.toml": '[tool.poetry]\nname = "scgen"\n\n[tool.poetry.dependencies]\npython = "^3.8"\n'
+                              'numpy = "*"\n'})
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    assert doc["python"] == "3.8", doc["python_reason"]
+    assert "pyproject.toml:5" in doc["python_reason"] and "nearest Python both allow" in doc["python_reason"]
+
+
 def test_init__environment_yml_beats_notebook(write_files: Write, tmp_path: Path) -> None:
     root = write_files({"sub/run.py": "import numpy\n", "sub/nb.ipynb": _nb("3.10.4"),
                         "sub/environment.yml": "dependencies:\n  - python==3.8.5\n"})

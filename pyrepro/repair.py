@@ -189,7 +189,8 @@ class PinProvider:
     @property
     def kind(self) -> str:
         """The kind of ``Moved`` that records it."""
-        return {"lockstep": "lockstep", "import-version-check": "version-check"}.get(self.rule, "provider-next")
+        return {"lockstep": "lockstep", "import-version-check": "version-check",
+                "companion": "companion"}.get(self.rule, "provider-next")
 
 
 @dataclass(frozen=True)
@@ -712,6 +713,9 @@ def _after_imports(s: Situation) -> Move:
         # every failing provider is pinned to its first release after the date (a date relock
         # cannot change it)
         return _by_date(inside)
+    move = _companion(s, inside)
+    if move is not None:
+        return move
     move = _provider_next_release(s, inside)
     if move is not None:
         return move
@@ -756,6 +760,48 @@ def _by_date(inside: list[tuple[str, str, str]]) -> RelockByDate:
     """A relock by date for the first import that fails inside installed code."""
     first = inside[0]
     return RelockByDate(f"{first[0]} fails to import inside installed code ({first[2][:160]})")
+
+
+def _companion(s: Situation, inside: list[tuple[str, str, str]]) -> PinProvider | None:
+    """Installed code fails to import inside a distribution made for particular releases of another
+    that it does not declare (the name table's ``[companions]``: keras and TensorFlow), and its
+    locked release does not fit the other's locked one: the newest release that does (rule
+    ``companion``, once per distribution). mlreview (corpus12 dev): keras 2.7.0 beside TensorFlow
+    1.15.3, "cannot import name 'get_config'"; Keras 2.3.1 is the last made for TensorFlow 1."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    from pyrepro.resolve import companion_want
+
+    done = {d for m in s.moves if m.kind == "companion" for d, _v in m.pins}
+    for module, _status, message in inside:
+        got = s.installed.get(module.split(".")[0])
+        if got is None or got[0] in done:
+            continue
+        dist, version = got
+        found = companion_want(dist, s.locked)
+        if found is None:
+            continue
+        spec, other, other_version, why = found
+        fits = SpecifierSet(spec)
+        if fits.contains(version, prereleases=True):
+            continue
+        if dist not in s.facts.releases:
+            raise _Need(LookUp(releases=(dist,)))
+        ok = []
+        for v, _day in s.facts.releases[dist]:
+            try:
+                ok.append((Version(v), v))
+            except InvalidVersion:
+                continue
+        chosen = [v for key, v in sorted(ok) if fits.contains(key)]
+        if not chosen:
+            continue
+        reason = (f"{module} fails to import inside {dist} {version} ({message[:160]}); {dist} {spec} goes with "
+                  f"{other} {other_version}, the release locked: {chosen[-1]}, the newest such ({why}) "
+                  "(rule companion)")
+        return PinProvider(module, dist, version, chosen[-1], reason, rule="companion")
+    return None
 
 
 def _lockstep(s: Situation, inside: list[tuple[str, str, str]]) -> PinProvider | None:

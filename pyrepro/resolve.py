@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata, resources
 from pathlib import Path
@@ -127,6 +127,39 @@ def lockstep_partner(name: str) -> tuple[str, str] | None:
         b = canonicalize_name(entry["with"])
         if key in (canonicalize_name(a), b):
             return (b if key == canonicalize_name(a) else canonicalize_name(a)), str(entry.get("reason", ""))
+    return None
+
+
+def companion_want(name: str, locked: Mapping[str, str]) -> tuple[str, str, str, str] | None:
+    """(specifier the releases of ``name`` must meet, the other distribution, its locked version,
+    reason) from the name table's ``[companions]``, for the locked set ``locked`` (canonical name ->
+    version); None when ``name`` has no entry, none of the names it follows is locked, or no series
+    of the entry covers that version."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    entry = _table().get("companions", {}).get(canonicalize_name(name))
+    if not isinstance(entry, dict):
+        return None
+    follows = entry.get("follows", [])
+    other = next((canonicalize_name(f) for f in (follows if isinstance(follows, list) else [follows])
+                  if isinstance(f, str) and canonicalize_name(f) in locked), None)
+    if other is None:
+        return None
+    try:
+        at = Version(locked[other])
+    except InvalidVersion:
+        return None
+    for series in entry.get("series", []):
+        try:
+            if not isinstance(series, dict) or at not in SpecifierSet(str(series.get("when", "")), prereleases=True):
+                continue
+        except InvalidSpecifier:
+            continue
+        want = str(series.get("want", ""))
+        if want == "same-minor":
+            want = f"=={at.major}.{at.minor}.*"
+        return want, other, locked[other], str(entry.get("reason", ""))
     return None
 
 

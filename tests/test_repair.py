@@ -693,3 +693,31 @@ def test_imports__code_generated_for_protobuf_3__held_below_321() -> None:
     move = repair.next_move(s)
     assert isinstance(move, repair.PinProvider) and move.spec == "protobuf<3.21"
     assert "protoc" in move.reason
+
+
+def test_imports_inside__keras_made_for_another_tensorflow__the_newest_keras_for_the_locked_one() -> None:
+    """mlreview (corpus12 dev) and deeplift (corpus11 held): keras 2.7.0 beside TensorFlow 1.15.3
+    (keras declares no TensorFlow, the date relock kept both): "cannot import name 'get_config'".
+    The name table's [companions] says Keras 2.3 is the last for TensorFlow 1: keras 2.3.1, once.
+    From TensorFlow 2.6 on, the same minor."""
+    row = ("keras", "error", "ImportError: cannot import name 'get_config'")
+    releases = {"keras": (("2.2.4", "2018-10-03"), ("2.3.1", "2019-10-09"), ("2.4.3", "2020-06-24"),
+                          ("2.6.0", "2021-08-10"), ("2.7.0", "2021-11-03"), ("2.7.1rc0", "2021-12-01"),
+                          ("2.8.0", "2022-02-02"))}
+    facts = repair.Facts(releases=releases)
+    s = _s(python="3.6", python_stated=True, strategy="date-bounded", imports=(row,),
+           installed={"keras": ("keras", "2.7.0")}, locked={"keras": "2.7.0", "tensorflow": "1.15.3"}, facts=facts)
+    move = repair.next_move(s)
+    assert isinstance(move, repair.PinProvider) and move.rule == "companion" and move.kind == "companion"
+    assert move.spec == "keras==2.3.1" and "tensorflow 1.15.3" in move.reason
+    # TensorFlow 2.7: keras 2.7.* (2.7.0 fits: nothing to move); TensorFlow 2.8 beside keras 2.7: 2.8.0
+    assert not isinstance(repair.next_move(replace(s, locked={"keras": "2.7.0", "tensorflow": "2.7.1"})),
+                          repair.PinProvider)
+    moved = repair.next_move(replace(s, locked={"keras": "2.7.0", "tensorflow-cpu": "2.8.4"}))
+    assert isinstance(moved, repair.PinProvider) and moved.spec == "keras==2.8.0"
+    # once per distribution; no TensorFlow locked: nothing to follow
+    once = replace(s, moves=(repair.Moved("companion", "imports", ok=True, pins=(("keras", "2.3.1"),)),))
+    assert not isinstance(repair.next_move(once), repair.PinProvider)
+    assert not isinstance(repair.next_move(replace(s, locked={"keras": "2.7.0"})), repair.PinProvider)
+    # the releases not known yet: looked up first
+    assert repair.next_move(replace(s, facts=repair.Facts())) == repair.LookUp(releases=("keras",))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import re
 import threading
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -64,8 +65,11 @@ class DateBoundIndex:
     """``with DateBoundIndex("2020-01-01") as url:`` gives a simple-API URL for ``pip
     --index-url`` that lists only files the real index received before the bound."""
 
-    def __init__(self, bound: str, index: Index | None = None) -> None:
+    def __init__(self, bound: str, index: Index | None = None,
+                 package_bounds: Sequence[tuple[str, str]] = ()) -> None:
         self.bound = bound
+        #: projects with a later bound of their own (first published after ``bound``)
+        self.package_bounds = {canonicalize_name(n): day for n, day in package_bounds}
         self.index = index or Index(None)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -80,7 +84,7 @@ class DateBoundIndex:
             project = self.index._project(name)
         if project is None:
             return 404, f"{name}: not on the index\n"
-        return 200, page(project, self.bound)
+        return 200, page(project, self.package_bounds.get(name, self.bound))
 
     def __enter__(self) -> str:
         owner = self

@@ -472,7 +472,9 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     attempts: list[Attempt] = []
     runs: dict[int, _Run] = {}
     era = _bound(req.submitted)  # pip reads a date-bounded view of the index (pyrepro.dateindex)
-    sit = lockplan.start(declared, first=start, era_bound=era, imported=req.imported)
+    # uv (--exclude-newer-package) and pip's date-bounded view of the index take a bound per project
+    sit = lockplan.start(declared, first=start, era_bound=era, imported=req.imported,
+                         per_package=by_pip or (uv_first and uvtool.uv_executable() is not None))
     t0 = time.monotonic()
 
     lock_env: list[Path] = []
@@ -513,6 +515,9 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                          if move.step is None and not move.bound_note else move.detail)
         rs = move.requirements
         said_by = ""  # "uv, before pdm: " when uv's check answered instead of a pdm attempt
+        own = move.package_bounds or sit.package_bounds  # (project, day): bounds of their own
+        # pdm takes one bound for all: the latest of them
+        pdm_bound = max([move.bound, *(d for _p, d in own)]) if move.bound and own else move.bound
         with tempfile.TemporaryDirectory(prefix=f"pyrepro-lock-{req.name}-") as tmp:
             work = Path(tmp)
             (work / "pyproject.toml").write_text(text if rs == declared else with_dependencies(text, rs),
@@ -529,19 +534,20 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                     fits=_admits(req.python, index),
                     content_hash=content_hash(read_pyproject(work / "pyproject.toml")),
                     timeout=min(budget, uvtool.UV_RESOLVE_TIMEOUT),
-                    why=UV_FIRST_WHY if first else uvtool.PDM_REFUSED, interpreter=uv_python())
+                    why=UV_FIRST_WHY if first else uvtool.PDM_REFUSED, interpreter=uv_python(),
+                    package_bounds=own if move.bound else ())
                 run = _Run(ok, out, time.monotonic() - t_uv, locked_text, "not locked: uv resolved for x86_64")
                 if first and not ok and not uvtool.no_solution(out):
                     # uv could not answer (sdist metadata it could not build: torch-cluster's
                     # setup.py imports torch): pdm decides, as without uv first
                     first, said_by = False, f"uv first could not answer ({_first_line(out)}); pdm: "
-                    run = _run_pdm(work, req.python, move.bound, runner=runner, python_exe=python_exe,
+                    run = _run_pdm(work, req.python, pdm_bound, runner=runner, python_exe=python_exe,
                                    timeout=max(budget - run.seconds, budget / 2), aarch64=aarch64,
                                    on_line=output_detail(progress, label, ResolverDetail()),
                                    prefer=prefer if move.bound is None else None)
                 elif first:
                     said_by = "uv first: "
-            elif (quick := _uv_says_no(rs, move.bound)) is not None:
+            elif (quick := _uv_says_no(rs, pdm_bound)) is not None:
                 # every pdm attempt of a large set is checked by uv first: a set uv finds no
                 # resolution for goes on to the next strategy or step in seconds, without a pdm
                 # attempt (mlearn_analysis_Ni_orb-v2: fairchem-core and mace-torch need different
@@ -551,10 +557,11 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                 ok, out, secs, locked_text = piplock.run_pip_lock(
                     work, req.python, pip_python(), runner=runner, timeout=budget,
                     content_hash=content_hash(read_pyproject(work / "pyproject.toml")),
-                    exclude_newer=move.bound, index=_index() if move.bound else None)
+                    exclude_newer=move.bound, index=_index() if move.bound else None,
+                    package_bounds=own if move.bound else ())
                 run = _Run(ok, out, secs, locked_text, "not locked: pip locks for the machine it runs on")
             else:
-                run = _run_pdm(work, req.python, move.bound, runner=runner, python_exe=python_exe,
+                run = _run_pdm(work, req.python, pdm_bound, runner=runner, python_exe=python_exe,
                                timeout=budget, aarch64=aarch64,
                                on_line=output_detail(progress, label, ResolverDetail()),
                                prefer=prefer if move.bound is None else None)
@@ -594,7 +601,8 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             elif move.guide is not None:
                 progress.advance(label, 0, "the resolver had nothing to act on: asking uv for a resolution")
                 guides = {move.guide: uvtool.guide(move.guide, req.python, sit.relax_bound, runner=runner,
-                                                   cache=uvtool.uv_cache(cache_dir()), interpreter=uv_python())}
+                                                   cache=uvtool.uv_cache(cache_dir()), interpreter=uv_python(),
+                                                   package_bounds=sit.package_bounds if sit.relax_bound else ())}
             sit = sit.learn(
                 versions=lookup_versions(move.versions, req.python, runner=runner) if move.versions else None,
                 uploaded={(n, v): upload_date(n, v, runner=runner) for n, v in move.uploads}, guides=guides)

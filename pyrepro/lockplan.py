@@ -76,6 +76,9 @@ class Try:
     bound_note: str = ""  # why the date bound moved (empty: it did not)
     pins: tuple[relax.Step, ...] = ()  # a guided attempt's other pins, taken before ``step``
     resolver: str = "pdm"  # "uv": lock from uv's resolution of ``requirements`` (see ``_guided``)
+    #: (project, day) bounds of projects first published after ``bound`` (``Situation.per_package``);
+    #: () : the situation's own
+    package_bounds: tuple[tuple[str, str], ...] = ()
 
     @property
     def detail(self) -> str:
@@ -121,6 +124,12 @@ class Situation:
     facts: relax.Facts = field(default_factory=relax.Facts)
     uploaded: Mapping[tuple[str, str], dt.date | None] = field(default_factory=dict)
     guides: Mapping[tuple[str, ...], Guide] = field(default_factory=dict)  # uv's answer per requirement set
+    #: the resolver takes a bound per project (uv's --exclude-newer-package, pip's date-bounded view
+    #: of the index): a project first published after the bound gets its own later bound, and the
+    #: others keep theirs (diagnose-heart, corpus12 dev: dicom's and opencv-python's first wheels
+    #: moved the bound of all from 2015 to 2018, and Theano 1.0 came in beside Lasagne 0.1)
+    per_package: bool = False
+    package_bounds: tuple[tuple[str, str], ...] = ()  # (project, day), day after its first upload
 
     @property
     def requirements(self) -> tuple[str, ...]:
@@ -143,7 +152,8 @@ class Situation:
             old, new = relax.req_name(st.before), relax.req_name(st.after)
             if old != new and old in facts.imported:  # a renamed distribution is as central as before
                 facts = replace(facts, imported=facts.imported | {new})
-        return replace(self, tried=(*self.tried, tried), steps=steps, bound_moves=moves, facts=facts)
+        return replace(self, tried=(*self.tried, tried), steps=steps, bound_moves=moves, facts=facts,
+                       package_bounds=move.package_bounds or self.package_bounds)
 
     def learn(self, versions: Mapping[str, tuple[str, ...]] | None = None,
               uploaded: Mapping[tuple[str, str], dt.date | None] | None = None,
@@ -157,13 +167,14 @@ class Situation:
 
 
 def start(declared: Sequence[str], *, first: Strategy = "as-declared", era_bound: str | None = None,
-          imported: frozenset[str] | None = None) -> Situation:
+          imported: frozenset[str] | None = None, per_package: bool = False) -> Situation:
     """The situation before any attempt: the strategies from ``first`` on (``date-bounded``
-    only when the submission date is known)."""
+    only when the submission date is known). ``per_package``: the resolver takes bounds per
+    project (``Situation.per_package``)."""
     if first not in STRATEGIES:
         raise ValueError(f"unknown strategy {first!r}")
     order = tuple(s for s in STRATEGIES[STRATEGIES.index(first):] if s != "date-bounded" or era_bound)
-    return Situation(tuple(declared), order, era_bound, facts=relax.Facts(imported=imported))
+    return Situation(tuple(declared), order, era_bound, facts=relax.Facts(imported=imported), per_package=per_package)
 
 
 def direct_not_found(problems: Sequence[relax.Problem], reqs: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -295,6 +306,12 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
                                       if (pkg, v) not in s.uploaded))
         if missing:
             return LookUp(uploads=missing)
+        own = _project_bounds(s, problems, reqs, bound) if s.per_package else ()
+        if own:
+            why = "; ".join(f"{pkg} was first published {day}" for pkg, day, _ in own)
+            return Try("relaxed", reqs, bound, package_bounds=(*s.package_bounds, *((p, n) for p, _d, n in own)),
+                       bound_note=f"date bound {bound} kept; {why}, after it: "
+                                  f"{', '.join(f'{p} up to {n}' for p, _d, n in own)} (a bound of its own)")
         moved = later_bound(problems, reqs, bound, s.uploaded)
         if moved is not None and moved[0] not in {b for b, _ in s.bound_moves}:
             return Try("relaxed", reqs, moved[0], bound_note=f"date bound {bound} -> {moved[0]}: {moved[1]}")
@@ -311,6 +328,25 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
     if any(t.requirements == step.requirements and t.bound == bound for t in s.tried):
         return GiveUp(f"the relaxation {step.summary} leads back to a requirement set already tried")
     return Try("relaxed", step.requirements, bound, step=step)
+
+
+def _project_bounds(s: Situation, problems: Sequence[relax.Problem], reqs: Sequence[str],
+                    bound: str) -> tuple[tuple[str, str, str], ...]:
+    """(project, first upload day, its own bound) of every unpinned requirement the resolver found
+    no release of under ``bound`` whose project was first published on or after it, and which has
+    no bound of its own yet."""
+    try:
+        current = dt.date.fromisoformat(bound)
+    except ValueError:
+        return ()
+    have = {p for p, _d in s.package_bounds}
+    out = []
+    for pkg, version, _req in direct_not_found(problems, reqs):
+        day = s.uploaded.get((pkg, version))
+        if version or pkg in have or day is None or day < current:
+            continue
+        out.append((pkg, day.isoformat(), (day + dt.timedelta(days=1)).isoformat()))
+    return tuple(dict.fromkeys(out))
 
 
 def _unhelpful_bound_move(s: Situation) -> tuple[str, str] | None:

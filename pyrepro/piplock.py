@@ -230,15 +230,17 @@ def setup_import(pip_output: str) -> str | None:
 
 def run_pip_lock(workdir: Path, python: str, python_exe: Path, *, content_hash: str, runner: Runner = proc.run,
                  timeout: float, on_line: Callable[[str], None] | None = None,
-                 exclude_newer: str | None = None, index: Any = None) -> tuple[bool, str, float, str]:
+                 exclude_newer: str | None = None, index: Any = None,
+                 package_bounds: Sequence[tuple[str, str]] = ()) -> tuple[bool, str, float, str]:
     """One lock attempt by pip for the pyproject in ``workdir`` (whose dependencies it reads):
     (ok, pip's output, seconds, the lock text); the lock is also written to ``workdir/pdm.lock``.
     ``exclude_newer``: pip resolves from a view of the index with only the files uploaded before
-    that day (``pyrepro.dateindex``; ``index``: the ``pyrepro.index.Index`` it reads)."""
+    that day (``pyrepro.dateindex``; ``index``: the ``pyrepro.index.Index`` it reads);
+    ``package_bounds``: (project, day) pairs whose own bound is later."""
     if exclude_newer:
         from pyrepro.dateindex import DateBoundIndex
 
-        with DateBoundIndex(exclude_newer, index) as url:
+        with DateBoundIndex(exclude_newer, index, package_bounds) as url:
             return _run_pip_lock(workdir, python, python_exe, content_hash=content_hash, runner=runner,
                                  timeout=timeout, on_line=on_line, index_url=url)
     return _run_pip_lock(workdir, python, python_exe, content_hash=content_hash, runner=runner, timeout=timeout,

@@ -105,7 +105,8 @@ UV_PRECHECK_MIN = 10
 
 
 def precheck(requirements: Sequence[str], python: str, bound: str | None, *, runner: Runner, cache: Path,
-             uv: str | None = None, timeout: float = UV_PRECHECK_TIMEOUT, interpreter: str | None = None) -> str | None:
+             uv: str | None = None, timeout: float = UV_PRECHECK_TIMEOUT, interpreter: str | None = None,
+             package_bounds: Sequence[tuple[str, str]] = ()) -> str | None:
     """uv's explanation when it finds that ``requirements`` have no resolution for this target
     ("No solution found": a conflict, a release that does not exist), else None (resolved, uv
     missing, a build or network failure, a timeout: nothing is known, and pdm decides). pdm locks
@@ -116,7 +117,7 @@ def precheck(requirements: Sequence[str], python: str, bound: str | None, *, run
     if uv is None:
         return None
     text, code, _out = _compile(uv, list(requirements), python, bound, runner=runner, cache=cache, timeout=timeout,
-                                interpreter=interpreter)
+                                interpreter=interpreter, package_bounds=package_bounds)
     if code not in (0, -1) and no_solution(text):
         return "\n".join(ln for ln in text.splitlines() if ln.strip())
     return None
@@ -124,7 +125,7 @@ def precheck(requirements: Sequence[str], python: str, bound: str | None, *, run
 
 def guide(requirements: Sequence[str], python: str, bound: str | None, *, runner: Runner,
           cache: Path, uv: str | None = None, timeout: float = UV_RESOLVE_TIMEOUT,
-          interpreter: str | None = None) -> Guide:
+          interpreter: str | None = None, package_bounds: Sequence[tuple[str, str]] = ()) -> Guide:
     """Resolve ``requirements`` with uv for CPython ``python`` on linux x86_64, with nothing
     uploaded on or after ``bound`` (pdm's ``--exclude-newer`` day: uv reads a bare date as the end
     of that day, so the bound is given as its first instant). A direct requirement whose sdist uv
@@ -139,7 +140,7 @@ def guide(requirements: Sequence[str], python: str, bound: str | None, *, runner
     reqs = list(requirements)
     for _ in range(UV_BUILD_RETRIES + 1):
         text, code, out = _compile(uv, reqs, python, bound, runner=runner, cache=cache, timeout=timeout,
-                                   interpreter=interpreter)
+                                   interpreter=interpreter, package_bounds=package_bounds)
         if code == 0:
             versions = parse_compiled(out)
             return Guide(versions) if versions else Guide((), "uv pip compile printed no resolution")
@@ -153,7 +154,8 @@ def guide(requirements: Sequence[str], python: str, bound: str | None, *, runner
 
 
 def _compile(uv: str, reqs: Sequence[str], python: str, bound: str | None, *, runner: Runner, cache: Path,
-             timeout: float, extra: Sequence[str] = (), interpreter: str | None = None) -> tuple[str, int, str]:
+             timeout: float, extra: Sequence[str] = (), interpreter: str | None = None,
+             package_bounds: Sequence[tuple[str, str]] = ()) -> tuple[str, int, str]:
     """One ``uv pip compile``: (its error text, exit status, its output). ``interpreter``: the
     target's own CPython, which builds the metadata of sdists (else uv builds it with whatever
     Python it finds: absl-py 0.8.1's setup.py refuses CPython 3.11, "Python version 2.7 or 3.4+
@@ -169,7 +171,7 @@ def _compile(uv: str, reqs: Sequence[str], python: str, bound: str | None, *, ru
             argv += ["--python", interpreter]
         if bound:
             argv += ["--exclude-newer", f"{bound}T00:00:00Z"]
-            for name, day in build_tool_overrides(bound):
+            for name, day in (*build_tool_overrides(bound), *package_bounds):
                 argv += ["--exclude-newer-package", f"{name}={day}T00:00:00Z"]
         index = os.environ.get("PIP_INDEX_URL") or os.environ.get("PDM_PYPI_URL")
         if index:
@@ -210,7 +212,8 @@ def lock_with_uv(requirements: Sequence[str], python: str, bound: str | None, *,
                  files_of: Callable[[str, str], list[tuple[str, str]]], content_hash: str, requires_python: str,
                  fits: Callable[[str, str], bool] | None = None,
                  timeout: float = UV_RESOLVE_TIMEOUT, why: str = "",
-                 interpreter: str | None = None) -> tuple[bool, str, str]:
+                 interpreter: str | None = None,
+                 package_bounds: Sequence[tuple[str, str]] = ()) -> tuple[bool, str, str]:
     """A lock from uv's resolution of ``requirements`` for this target, for when pdm refuses the very
     set uv resolved (its lock is for a whole Python range and every marker, uv's for this target):
     ``uv pip compile --generate-hashes``, each package's files named from the index (``files_of``:
@@ -231,7 +234,8 @@ def lock_with_uv(requirements: Sequence[str], python: str, bound: str | None, *,
                 (Path(tmp) / "constraints.txt").write_text("".join(f"{e}\n" for e in excluded), encoding="utf-8")
                 extra += ("--constraint", str(Path(tmp) / "constraints.txt"))
             text, code, out = _compile(uv, list(requirements), python, bound, runner=runner, cache=cache,
-                                       timeout=timeout, extra=extra, interpreter=interpreter)
+                                       timeout=timeout, extra=extra, interpreter=interpreter,
+                                       package_bounds=package_bounds)
         if code != 0:
             return False, "\n".join(ln for ln in text.splitlines() if ln.strip())[-2000:] or f"uv exited {code}", ""
         unfit = [f"{n}!={v}" for n, v, _h in parse_hashed(out) if fits is not None and not fits(n, v)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import tomllib
 from pathlib import Path
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -494,3 +495,60 @@ def test_plan__bound_moved_for_a_later_project_that_still_is_not_found__the_move
     # the bound is not moved forward again for the same project, nor taken back twice
     nxt = lockplan.next_move(sit.learn(versions={"rdkit-pypi": ()}, uploaded={("rdkit-pypi", ""): None}))
     assert isinstance(nxt, lockplan.Try) and nxt.bound == "2020-01-02" and not nxt.bound_note
+
+
+def test_plan__per_package_resolver__a_project_first_published_after_the_bound_gets_a_bound_of_its_own() -> None:
+    """diagnose-heart (corpus12 dev, Python 2.7, bounded by Lasagne 0.1's day, 2015-08-14): pip found
+    no dicom (first published 2017-01-27). Moving the bound of all to 2017 and then 2018 (for
+    opencv-python) brought Theano 1.0 in beside Lasagne 0.1. A resolver that takes a bound per
+    project (uv, pip's date-bounded index) gives dicom a bound of its own; the others keep 2015."""
+    pip_says = ("ERROR: Could not find a version that satisfies the requirement dicom (from -r r.in (line 1)) "
+                "(from versions: none)\nERROR: No matching distribution found for dicom\n")
+    sit = lockplan.start(("dicom", "theano"), first="date-bounded", era_bound="2015-08-14", per_package=True)
+    m = lockplan.next_move(sit)
+    sit = sit.after(m, _fail(m, pip_says))  # type: ignore[arg-type]
+    ask = lockplan.next_move(sit)
+    assert isinstance(ask, lockplan.LookUp) and ask.uploads == (("dicom", ""),)
+    sit = sit.learn(uploaded={("dicom", ""): dt.date(2017, 1, 27)})
+    own = lockplan.next_move(sit)
+    assert isinstance(own, lockplan.Try) and own.bound == "2015-08-14"
+    assert own.package_bounds == (("dicom", "2017-01-28"),) and "dicom up to 2017-01-28" in own.bound_note
+    sit = sit.after(own, _fail(own, pip_says.replace("dicom", "cv2")))
+    assert sit.relax_bound == "2015-08-14" and sit.package_bounds == (("dicom", "2017-01-28"),)
+    # the next project gets its own too, beside dicom's
+    sit = sit.learn(uploaded={("cv2", ""): dt.date(2018, 5, 15)})
+    nxt = lockplan.next_move(replace(sit, declared=("dicom", "theano", "cv2"), steps=()))
+    assert isinstance(nxt, lockplan.Try) and nxt.package_bounds == (("dicom", "2017-01-28"), ("cv2", "2018-05-16"))
+    # a resolver with one bound for all (pdm): the bound moves, as before
+    one = lockplan.start(("dicom", "theano"), first="date-bounded", era_bound="2015-08-14")
+    m = lockplan.next_move(one)
+    one = one.after(m, _fail(m, pip_says)).learn(uploaded={("dicom", ""): dt.date(2017, 1, 27)})  # type: ignore[arg-type]
+    moved = lockplan.next_move(one)
+    assert isinstance(moved, lockplan.Try) and moved.bound == "2017-01-28" and not moved.package_bounds
+
+
+def test_date_bound_index__a_project_with_a_bound_of_its_own__its_page_lists_files_by_that_bound() -> None:
+    from pyrepro.dateindex import DateBoundIndex
+
+    files = [{"filename": "dicom-0.9.9.post1-py3-none-any.whl", "url": "https://x/d.whl",
+              "hashes": {"sha256": "a" * 64}, "upload-time": "2017-01-27T10:00:00Z"}]
+
+    class FakeIndex:
+        def _project(self, name: str) -> dict:
+            return {"name": name, "files": files}
+
+    view = DateBoundIndex("2015-08-14", FakeIndex(), (("dicom", "2017-01-28"),))  # type: ignore[arg-type]
+    assert "dicom-0.9.9.post1" in view._answer("/simple/dicom/")[1]
+    assert "dicom-0.9.9.post1" not in view._answer("/simple/Theano/")[1].replace("theano", "")
+    assert "dicom-0.9.9.post1" not in DateBoundIndex("2015-08-14", FakeIndex())._answer("/simple/dicom/")[1]  # type: ignore[arg-type]
+
+
+def test_uv_compile__bounds_of_their_own__exclude_newer_package_per_project(tmp_path: Path) -> None:
+    from pyrepro import uvtool
+    from tests.fakes import FakeRunner, answer_uv_compile
+
+    r = answer_uv_compile(FakeRunner(), stdout="dicom==0.9.9.post1\n", returncode=0, stderr="")
+    uvtool.guide(["dicom"], "3.8", "2020-01-02", runner=r, cache=tmp_path, package_bounds=(("dicom", "2021-01-02"),))
+    argv = list(r.calls[0][0])
+    pairs = [argv[i + 1] for i, a in enumerate(argv) if a == "--exclude-newer-package"]
+    assert "dicom=2021-01-02T00:00:00Z" in pairs

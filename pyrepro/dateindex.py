@@ -61,13 +61,56 @@ def page(project: dict[str, Any], bound: str) -> str:
 _PROJECT = re.compile(r"^/simple/([^/]+)/?$")
 
 
+def fits_here(filename: str, python: str) -> bool:
+    """Whether the wheel ``filename`` installs on CPython ``python`` (major.minor) on x86_64 Linux
+    by its tags (an sdist, or a name that does not parse: False)."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    if not filename.endswith(".whl"):
+        return False
+    try:
+        tags = parse_wheel_filename(filename)[3]
+    except InvalidWheelFilename:
+        return False
+    major, minor = python.split(".")[:2]
+    pythons = {f"cp{major}{minor}", f"py{major}{minor}", f"py{major}"}
+    return any(t.interpreter in pythons and (t.platform == "any" or (
+        t.platform.endswith("x86_64") and t.platform.startswith(("manylinux", "linux")))) for t in tags)
+
+
+def wheel_floor(project: dict[str, Any], bound: str, python: str) -> str:
+    """The bound for one project: ``bound``, or, when none of its files before ``bound`` is a wheel
+    for this Python and machine but a later one is, the upload instant of that first wheel. A
+    project that later shipped wheels is compiled (or at least built): its sdists of before would
+    have to build here with the compilers and libraries of their day (a 2015 bound for Python 2.7:
+    scikit-image 0.11.3's setup.py imports scipy, and no manylinux wheel existed before 2016). An
+    sdist-only project (Lasagne, Theano) keeps ``bound``."""
+    limit = _instant(bound)
+    first_after = ""
+    for f in project.get("files", []):
+        if not isinstance(f, dict) or f.get("yanked") or not fits_here(str(f.get("filename", "")), python):
+            continue
+        up = str(f.get("upload-time") or "").removesuffix("Z")
+        if not up or up < limit:
+            return bound
+        if not first_after or up < first_after:
+            first_after = up
+    if not first_after:
+        return bound
+    # just past that upload: the page keeps files uploaded before its bound
+    return first_after[:19] + ".999999" if len(first_after) >= 19 else first_after
+
+
 class DateBoundIndex:
     """``with DateBoundIndex("2020-01-01") as url:`` gives a simple-API URL for ``pip
     --index-url`` that lists only files the real index received before the bound."""
 
     def __init__(self, bound: str, index: Index | None = None,
-                 package_bounds: Sequence[tuple[str, str]] = ()) -> None:
+                 package_bounds: Sequence[tuple[str, str]] = (), python: str | None = None) -> None:
         self.bound = bound
+        #: with a Python, a project whose files before the bound hold no wheel for it moves to its
+        #: first such wheel (``wheel_floor``)
+        self.python = python
         #: projects with a later bound of their own (first published after ``bound``)
         self.package_bounds = {canonicalize_name(n): day for n, day in package_bounds}
         self.index = index or Index(None)
@@ -84,7 +127,10 @@ class DateBoundIndex:
             project = self.index._project(name)
         if project is None:
             return 404, f"{name}: not on the index\n"
-        return 200, page(project, self.package_bounds.get(name, self.bound))
+        bound = self.package_bounds.get(name, self.bound)
+        if self.python:
+            bound = wheel_floor(project, bound, self.python)
+        return 200, page(project, bound)
 
     def __enter__(self) -> str:
         owner = self

@@ -42,7 +42,7 @@ FIDELITY = ("locked by pip on CPython {python} (pdm and uv do not target Python 
 #: how the fidelity line words the date bound of a pip lock
 UNBOUNDED = "no date bound (releases that state no Requires-Python may be of any later date)"
 BOUNDED = ("nothing newer than {bound} (pip read a view of the index with only the files uploaded before that "
-           "day)")
+           "day; a project with no wheel for this Python before it, but one later, up to its first such wheel)")
 #: The target a pip lock is for: the files pip chose for the machine it ran on (Linux x86_64).
 PLATFORM = "linux_x86_64"
 _ARCHIVE = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^-]*?)\.(?:tar\.gz|tar\.bz2|tar\.xz|tgz|zip)$")
@@ -240,7 +240,7 @@ def run_pip_lock(workdir: Path, python: str, python_exe: Path, *, content_hash: 
     if exclude_newer:
         from pyrepro.dateindex import DateBoundIndex
 
-        with DateBoundIndex(exclude_newer, index, package_bounds) as url:
+        with DateBoundIndex(exclude_newer, index, package_bounds, python=python) as url:
             return _run_pip_lock(workdir, python, python_exe, content_hash=content_hash, runner=runner,
                                  timeout=timeout, on_line=on_line, index_url=url)
     return _run_pip_lock(workdir, python, python_exe, content_hash=content_hash, runner=runner, timeout=timeout,

@@ -125,3 +125,40 @@ def test_lock_request__python_27_date_bounded__pip_reads_the_date_bounded_view(
     out2 = lock.lock_request(req, runner=runner, python_exe=PY2)
     assert "--index-url" not in seen[-1] and lock.read_lock_versions((d / "pdm.lock").read_text()) == {"keras": "2.10.0"}
     assert any("no date bound" in f for f in out2.fidelity)
+
+
+def test_wheel_floor__a_compiled_project_with_no_wheel_before_the_bound__up_to_its_first_wheel() -> None:
+    """diagnose-heart (corpus12 dev, Python 2.7 bounded by 2015-08-14): scikit-image 0.11.3 was an
+    sdist whose setup.py imports scipy, and no manylinux wheel existed yet. A project with no wheel
+    for this Python before the bound but one later is served up to that first wheel; an sdist-only
+    project (Lasagne) and one with a wheel before the bound keep the bound."""
+    from pyrepro.dateindex import DateBoundIndex, fits_here, wheel_floor
+
+    def f(name: str, day: str) -> dict:
+        return {"filename": name, "url": f"https://x/{name}", "hashes": {"sha256": "a" * 64},
+                "upload-time": f"{day}T10:00:00.000000Z"}
+
+    skimage = {"name": "scikit-image", "files": [
+        f("scikit-image-0.11.3.tar.gz", "2015-03-24"),
+        f("scikit_image-0.12.3-cp35-cp35m-manylinux1_x86_64.whl", "2016-04-01"),
+        f("scikit_image-0.12.3-cp27-cp27mu-manylinux1_x86_64.whl", "2016-04-02"),
+        f("scikit_image-0.13.0-cp27-cp27mu-manylinux1_x86_64.whl", "2017-03-01")]}
+    assert wheel_floor(skimage, "2015-08-14", "2.7").startswith("2016-04-02T10:00:00")
+    assert wheel_floor(skimage, "2015-08-14", "3.5").startswith("2016-04-01T10:00:00")
+    lasagne = {"name": "lasagne", "files": [f("Lasagne-0.1.tar.gz", "2015-08-13")]}
+    assert wheel_floor(lasagne, "2015-08-14", "2.7") == "2015-08-14"
+    six = {"name": "six", "files": [f("six-1.9.0-py2.py3-none-any.whl", "2015-01-02"),
+                                    f("six-1.10.0-py2.py3-none-any.whl", "2015-10-07")]}
+    assert wheel_floor(six, "2015-08-14", "2.7") == "2015-08-14"
+    assert fits_here("numpy-1.11.0-cp27-cp27mu-manylinux1_x86_64.whl", "2.7")
+    assert not fits_here("numpy-1.11.0-cp27-cp27m-macosx_10_6_intel.whl", "2.7")
+    assert not fits_here("numpy-1.11.0.tar.gz", "2.7")
+
+    class FakeIndex:
+        def _project(self, name: str) -> dict:
+            return {"scikit-image": skimage, "lasagne": lasagne}[name]
+
+    served = DateBoundIndex("2015-08-14", FakeIndex(), python="2.7")._answer("/simple/scikit-image/")[1]  # type: ignore[arg-type]
+    assert "scikit_image-0.12.3-cp27" in served and "0.13.0" not in served and "0.11.3" in served
+    plain = DateBoundIndex("2015-08-14", FakeIndex())._answer("/simple/scikit-image/")[1]  # type: ignore[arg-type]
+    assert "0.12.3" not in plain

@@ -74,7 +74,8 @@ def fits_here(filename: str, python: str) -> bool:
         return False
     major, minor = python.split(".")[:2]
     pythons = {f"cp{major}{minor}", f"py{major}{minor}", f"py{major}"}
-    return any(t.interpreter in pythons and (t.platform == "any" or (
+    # CPython 2.7 on Linux is built for UCS4 (cp27mu): a cp27m wheel is for the narrow build
+    return any(t.interpreter in pythons and t.abi != "cp27m" and (t.platform == "any" or (
         t.platform.endswith("x86_64") and t.platform.startswith(("manylinux", "linux")))) for t in tags)
 
 

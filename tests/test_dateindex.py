@@ -152,6 +152,7 @@ def test_wheel_floor__a_compiled_project_with_no_wheel_before_the_bound__up_to_i
     assert wheel_floor(six, "2015-08-14", "2.7") == "2015-08-14"
     assert fits_here("numpy-1.11.0-cp27-cp27mu-manylinux1_x86_64.whl", "2.7")
     assert not fits_here("numpy-1.11.0-cp27-cp27m-macosx_10_6_intel.whl", "2.7")
+    assert not fits_here("tables-3.3.0-cp27-cp27m-manylinux1_x86_64.whl", "2.7")  # the narrow (UCS2) build's
     assert not fits_here("numpy-1.11.0.tar.gz", "2.7")
 
     class FakeIndex:

@@ -237,7 +237,9 @@ def lock_with_uv(requirements: Sequence[str], python: str, bound: str | None, *,
                                        timeout=timeout, extra=extra, interpreter=interpreter,
                                        package_bounds=package_bounds)
         if code != 0:
-            return False, "\n".join(ln for ln in text.splitlines() if ln.strip())[-2000:] or f"uv exited {code}", ""
+            # whole: uv's "No solution found" heads an explanation that may run long (scvi-tools's
+            # filtered releases), and ``no_solution`` reads that head; the record trims it
+            return False, "\n".join(ln for ln in text.splitlines() if ln.strip()) or f"uv exited {code}", ""
         unfit = [f"{n}!={v}" for n, v, _h in parse_hashed(out) if fits is not None and not fits(n, v)]
         if not unfit:
             break

@@ -1371,3 +1371,20 @@ def test_uv_guide__real_index__an_old_sdists_metadata_built_on_the_target_python
         pytest.skip("no CPython 3.6 here")
     g = uvtool.guide(["absl-py==0.8.1"], "3.6", None, runner=proc.run, cache=tmp_path / "uv", interpreter=str(py))
     assert g.ok and g.version("absl-py") == "0.8.1", g.error
+
+
+def test_lock_request__uv_first__a_long_no_solution_explanation__still_uvs_answer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """scgen (corpus12 dev): uv's "No solution found" headed an explanation of over 2000 characters;
+    the text was cut to its tail, so the answer read as "uv could not answer" and pdm ran."""
+    d = _project(tmp_path, ["six==0.0.1"])
+    monkeypatch.setattr(lock, "_index", lambda: _SixIndex())
+    monkeypatch.setattr(lock, "lookup_versions", lambda names, python, runner: {n: () for n in names})
+    pdm_runs: list[list[str]] = []
+    long = "  x No solution found when resolving dependencies:\n" + "".join(
+        f"  |  Because scvi-tools=={i}.0 depends on six>={i} we can conclude that it cannot be used.\n"
+        for i in range(60))
+    out = lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=_uv_first_runner(Completed((), 1, "", long),
+                                                                                       pdm_runs),
+                            python_exe=Path("/usr/bin/python3"), uv_first=True)
+    assert len(long) > 2000 and not out.ok and pdm_runs == []

@@ -415,9 +415,13 @@ def _pypi_reachable() -> bool:
 
 @pytest.mark.integration
 @pytest.mark.network
+@pytest.mark.parametrize("resolver", ["uv first", "pdm"])
 @pytest.mark.parametrize("python", ["3.7", "3.6"])
 def test_reproduce__old_python_from_an_empty_cache__locks_builds_imports(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, python: str) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, python: str, resolver: str) -> None:
+    """Issue 23: a 3.6 or 3.7 submission locks, builds and imports from an empty cache, by the
+    reproduction's default (a lock from uv's resolution first) and with pdm (``--pdm``), whose
+    helpers do not run on these Pythons (it runs on a stand-in)."""
     from pyrepro import interpreters
     from pyrepro.reproduce import reproduce
 
@@ -443,15 +447,21 @@ def test_reproduce__old_python_from_an_empty_cache__locks_builds_imports(
     # termcolor 1.1.0 is a sdist only: pdm builds its metadata (in a pdm-build-* folder), pip builds it
     (sub / "run.py").write_text("import numpy\nimport termcolor\nprint(numpy.__version__)\n")
     (sub / "requirements.txt").write_text("numpy==1.19.5\ntermcolor==1.1.0\n")
-    rec = reproduce(sub, paths=Paths(root=root, cache=cache), python=python, lock_timeout=600)
+    rec = reproduce(sub, paths=Paths(root=root, cache=cache), python=python, lock_timeout=600,
+                    uv_first=resolver == "uv first")
     stages = {s.name: s for s in rec.stages}
     assert rec.ok, [(s.name, s.status, s.detail) for s in rec.stages]
     assert stages["imports"].status == "ok" and "numpy" in stages["imports"].detail
     assert "termcolor" in stages["imports"].detail
     model = root / "models" / sub.name
-    assert f'requires_python = "~={first_patch(python)}"' in (model / "pdm.lock").read_text()  # pdm's form of lock_range
     assert lock.check_lock_dir(model) == []
-    assert "pdm ran on" in (model / "lock.toml").read_text()
+    record = (model / "lock.toml").read_text()
+    if resolver == "pdm":
+        assert f'requires_python = "~={first_patch(python)}"' in (model / "pdm.lock").read_text()  # pdm's form
+        assert "pdm ran on" in record
+    else:
+        assert f'requires_python = "{lock_range(python)}"' in (model / "pdm.lock").read_text()
+        assert 'resolver = "uv"' in record and lock.UV_FIRST_WHY in record
     env = next((cache / "envs").glob(f"{sub.name}-*"))
     info = json.loads((env / local.COMPLETE).read_text())
     assert info["python"].startswith(python + ".") and info["pip"] == local.BOOTSTRAP_PIP[python][0]

@@ -409,12 +409,15 @@ def _python_refused(lines: list[str]) -> Problem | None:
             if got is not None:
                 seen[got[0]] = got[1]
         t = _PIP_NEEDS_NEWER.search(line)
-        if t and t.group("versions").strip() not in ("", "none") and canonicalize_name(t.group("parent")) in seen:
+        if t and canonicalize_name(t.group("parent")) in seen:
             name = canonicalize_name(t.group("parent"))
-            last = t.group("versions").split(",")[-1].strip()
+            versions = t.group("versions").strip()
+            # "none": no release of it for this Python at all (threadpoolctl, >=3.5 from its first,
+            # asked by batchgenerators 0.19 on Python 2: brats2017, corpus12 held)
+            said = f"whose releases for this Python end at {versions.split(',')[-1].strip()}" \
+                if versions not in ("", "none") else "which has no release for this Python"
             return Problem("python-refused", package=name, requirements=(f"{name}=={seen[name]}",),
-                           excerpt=f"{name} {seen[name]}: needs {t.group('req')}, whose releases for this Python "
-                                   f"end at {last}")
+                           excerpt=f"{name} {seen[name]}: needs {t.group('req')}, {said}")
         w = _PIP_WRONG_PYTHON.search(line)
         if w and canonicalize_name(w.group(1)) in seen:
             name = canonicalize_name(w.group(1))

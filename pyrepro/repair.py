@@ -797,9 +797,9 @@ def _companion(s: Situation, inside: list[tuple[str, str, str]]) -> PinProvider 
         chosen = [v for key, v in sorted(ok) if fits.contains(key)]
         if not chosen:
             continue
+        with_ = f"{other} {other_version}, the release locked" if other_version else f"no {other} in the lock"
         reason = (f"{module} fails to import inside {dist} {version} ({message[:160]}); {dist} {spec} goes with "
-                  f"{other} {other_version}, the release locked: {chosen[-1]}, the newest such ({why}) "
-                  "(rule companion)")
+                  f"{with_}: {chosen[-1]}, the newest such ({why}) (rule companion)")
         return PinProvider(module, dist, version, chosen[-1], reason, rule="companion")
     return None
 

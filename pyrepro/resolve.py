@@ -133,8 +133,9 @@ def lockstep_partner(name: str) -> tuple[str, str] | None:
 def companion_want(name: str, locked: Mapping[str, str]) -> tuple[str, str, str, str] | None:
     """(specifier the releases of ``name`` must meet, the other distribution, its locked version,
     reason) from the name table's ``[companions]``, for the locked set ``locked`` (canonical name ->
-    version); None when ``name`` has no entry, none of the names it follows is locked, or no series
-    of the entry covers that version."""
+    version). None of the names it follows locked: the entry's ``absent`` specifier with the first
+    name and version "" (None when it has none). None when ``name`` has no entry or no series of
+    the entry covers the locked version."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
 
@@ -142,9 +143,12 @@ def companion_want(name: str, locked: Mapping[str, str]) -> tuple[str, str, str,
     if not isinstance(entry, dict):
         return None
     follows = entry.get("follows", [])
-    other = next((canonicalize_name(f) for f in (follows if isinstance(follows, list) else [follows])
-                  if isinstance(f, str) and canonicalize_name(f) in locked), None)
+    names = [canonicalize_name(f) for f in (follows if isinstance(follows, list) else [follows]) if isinstance(f, str)]
+    other = next((n for n in names if n in locked), None)
     if other is None:
+        # none of them locked: the entry's ``absent`` releases, if it says which
+        if isinstance(entry.get("absent"), str) and names:
+            return str(entry["absent"]), names[0], "", str(entry.get("reason", ""))
         return None
     try:
         at = Version(locked[other])

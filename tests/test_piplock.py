@@ -242,9 +242,19 @@ ERROR: No matching distribution found for bidict>=0.21.0 (from python-socketio>=
 """
 
 
+BATCHGENERATORS_NEEDS_PY3 = """Collecting batchgenerators
+  Downloading batchgenerators-0.19.7.tar.gz (49 kB)
+ERROR: Could not find a version that satisfies the requirement threadpoolctl (from batchgenerators->-r \
+/tmp/pyrepro-piplock-s4xww89f/requirements.in (line 1)) (from versions: none)
+ERROR: No matching distribution found for threadpoolctl (from batchgenerators->-r x (line 1))
+"""
+
+
 @pytest.mark.parametrize(("text", "package", "after", "said"), [
     # a fetched release whose dependency has releases, none for Python 2 (tensormol, corpus10 dev)
     (SOCKETIO_NEEDS_NEWER, "python-socketio", "python-socketio<5.0", "whose releases for this Python end at 0.18.4"),
+    # ... or no release for Python 2 at all (brats2017, corpus12 held: threadpoolctl is >=3.5 from its first)
+    (BATCHGENERATORS_NEEDS_PY3, "batchgenerators", "batchgenerators<0.19", "which has no release for this Python"),
     # a sdist whose build requirement has no Python 2 release (grammarvae, corpus6 dev: through tables)
     (NUMEXPR_BUILD_DEPS, "numexpr", "numexpr<2.8", "its build requirements do not install"),
     # a setup.py written for Python 3 (open(..., encoding=)): protfun's mayavi -> pyface 7.2.0, corpus9 dev

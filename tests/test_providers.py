@@ -633,3 +633,13 @@ def test_find_provider__pure_python_wheel_for_another_python_beside_an_sdist__st
     p = providers.find_provider("edward", idx, dt.date(2021, 6, 1), "3.7")
     assert p is not None and (p.distribution, p.version) == ("edward", "1.3.5")
     assert providers.find_provider("tfx", idx, dt.date(2021, 6, 1), "3.7") is None
+
+
+def test_known_absent__mantaflows_scene_module__never_pypis_unrelated_manta() -> None:
+    """tempogan (corpus12 held): `import manta` took PyPI's manta (Joyent's storage SDK), which
+    imports, so the check passed on the wrong project. mantaflow's module exists only inside its
+    executable: the name table says so, and no provider is looked for."""
+    from pyrepro import providers
+
+    assert "mantaflow" in providers.known_absent("manta")
+    assert "mantaflow" in providers.known_absent("manta.something")

@@ -21,7 +21,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from pyrepro.index import Index
+from pyrepro.index import Index, wheel_fits
 
 
 def _instant(bound: str) -> str:
@@ -61,24 +61,6 @@ def page(project: dict[str, Any], bound: str) -> str:
 _PROJECT = re.compile(r"^/simple/([^/]+)/?$")
 
 
-def fits_here(filename: str, python: str) -> bool:
-    """Whether the wheel ``filename`` installs on CPython ``python`` (major.minor) on x86_64 Linux
-    by its tags (an sdist, or a name that does not parse: False)."""
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-
-    if not filename.endswith(".whl"):
-        return False
-    try:
-        tags = parse_wheel_filename(filename)[3]
-    except InvalidWheelFilename:
-        return False
-    major, minor = python.split(".")[:2]
-    pythons = {f"cp{major}{minor}", f"py{major}{minor}", f"py{major}"}
-    # CPython 2.7 on Linux is built for UCS4 (cp27mu): a cp27m wheel is for the narrow build
-    return any(t.interpreter in pythons and t.abi != "cp27m" and (t.platform == "any" or (
-        t.platform.endswith("x86_64") and t.platform.startswith(("manylinux", "linux")))) for t in tags)
-
-
 def wheel_floor(project: dict[str, Any], bound: str, python: str) -> str:
     """The bound for one project: ``bound``, or, when none of its files before ``bound`` is a wheel
     for this Python and machine but a later one is, the upload instant of that first wheel. A
@@ -89,7 +71,7 @@ def wheel_floor(project: dict[str, Any], bound: str, python: str) -> str:
     limit = _instant(bound)
     first_after = ""
     for f in project.get("files", []):
-        if not isinstance(f, dict) or f.get("yanked") or not fits_here(str(f.get("filename", "")), python):
+        if not isinstance(f, dict) or f.get("yanked") or not wheel_fits(str(f.get("filename", "")), python):
             continue
         up = str(f.get("upload-time") or "").removesuffix("Z")
         if not up or up < limit:

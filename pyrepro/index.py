@@ -238,6 +238,8 @@ def wheel_fits(filename: str, python: str, machine: str = "x86_64") -> bool:
         if plat.startswith("musllinux"):
             continue
         interp, abi = t.interpreter, t.abi
+        if abi == "cp27m":  # the narrow (UCS2) build's; CPython 2.7 on Linux is cp27mu
+            continue
         if interp in (f"py{major}", f"py{major}{minor}") or interp == "py2.py3":
             return True
         m = re.fullmatch(r"cp(\d)(\d+)", interp)

@@ -132,7 +132,8 @@ def test_wheel_floor__a_compiled_project_with_no_wheel_before_the_bound__up_to_i
     sdist whose setup.py imports scipy, and no manylinux wheel existed yet. A project with no wheel
     for this Python before the bound but one later is served up to that first wheel; an sdist-only
     project (Lasagne) and one with a wheel before the bound keep the bound."""
-    from pyrepro.dateindex import DateBoundIndex, fits_here, wheel_floor
+    from pyrepro.dateindex import DateBoundIndex, wheel_floor
+    from pyrepro.index import wheel_fits as fits_here
 
     def f(name: str, day: str) -> dict:
         return {"filename": name, "url": f"https://x/{name}", "hashes": {"sha256": "a" * 64},

@@ -51,7 +51,7 @@ UNCOUNTED_RULES = frozenset({"not-on-index", GUIDED_RULE, "valid-metadata"})
 #: MAX_SERIES_DESCENT steps of one distribution
 SERIES_RULE = "older-series-for-python"
 MAX_SERIES_DESCENT = 16
-_ACTIONABLE = ("not-found", "conflict", "build-failed", "python-refused", "invalid-metadata")
+_ACTIONABLE = ("not-found", "conflict", "build-failed", "python-refused", "invalid-metadata", "pin-needs-python")
 
 
 @dataclass(frozen=True)

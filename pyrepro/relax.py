@@ -19,14 +19,14 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from pyrepro.resolve import dummy_reason, renamed
 
 ProblemKind = Literal["not-found", "conflict", "build-failed", "python-refused", "invalid-metadata", "network",
-                      "timeout", "unknown"]
+                      "timeout", "unknown", "pin-needs-python"]
 
 # Names that stand for another distribution (conda names, dummies, import names written as
 # requirements) live in the one name table, pyrepro/data/module_map.toml: resolve.renamed.
@@ -376,6 +376,9 @@ def diagnose(text: str) -> tuple[Problem, ...]:
     uv = _uv_conflict(text)
     if uv is not None:
         add(uv)
+    needs = _uv_pin_needs_python(text)
+    if needs is not None:
+        add(needs)
     for m in _UV_NO_VERSION.finditer(" ".join(text.split())):
         spec = (m.group(2) or "").rstrip(".,")
         add(Problem("not-found", package=canonicalize_name(m.group(1)),
@@ -476,6 +479,35 @@ def _uv_conflict(text: str) -> Problem | None:
             return Problem("conflict", package=name,
                            requirements=(f"{ours[name]} (from project)", f"{spec} (from {req_name(origin)})"),
                            excerpt=m.group(0)[:200])
+    return None
+
+
+# "Because the requested Python version (>=3.6.8) does not satisfy Python>=3.7 and numpy==1.20.0
+# depends on Python>=3.7, ... And because rdkit-pypi<=2020.9.5.2 depends on numpy==1.20 and you
+# require rdkit-pypi==2020.9.5.2, ..."
+_UV_PYTHON_SHORT = re.compile(r"requested Python version \(([^)]*)\) does not satisfy Python\s*([^\s,]+)")
+_UV_ORIGIN_RANGE = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)(==|<=|<)([^\s,]+)\s+depends?\s+on\s+([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _uv_pin_needs_python(text: str) -> Problem | None:
+    """uv's explanation that a project's exact pin cannot be used on the target Python because a
+    dependency of it, in every release the pin allows, needs a newer Python (retroxpert, corpus12
+    dev: rdkit-pypi 2020.9.5.2, a nearest-release move, needs numpy==1.20, which needs >=3.7, on
+    3.6). The problem names the pinned distribution; requirements: the pin and the releases uv ruled
+    out (``rdkit-pypi<=2020.9.5.2``). A pin that itself needs the newer Python is not this problem:
+    another release of it need not help."""
+    flat = " ".join(text.split())
+    py = _UV_PYTHON_SHORT.search(flat)
+    if py is None:
+        return None
+    ours = {req_name(m.group(1)): m.group(1).rstrip(".") for m in _UV_REQUIRE.finditer(flat)}
+    for m in _UV_ORIGIN_RANGE.finditer(flat):
+        name, op, version, dep = canonicalize_name(m.group(1)), m.group(2), m.group(3).rstrip(".,"), m.group(4)
+        if dep.lower() == "python":
+            continue
+        if name in ours and canonicalize_name(dep) != name and pinned_version(ours[name]) is not None:
+            return Problem("pin-needs-python", package=name, requirements=(ours[name], f"{name}{op}{version}"),
+                           excerpt=f"{m.group(0)}, which needs Python {py.group(2)} (target {py.group(1)})")
     return None
 
 
@@ -924,6 +956,48 @@ def rule_older_series_for_python(p: Problem, reqs: tuple[str, ...], facts: Facts
     return None
 
 
+def rule_release_for_python(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step | None:
+    """An exact pin whose dependencies need a newer Python than the target, in every release up to
+    the pin (uv's explanation, ``pin-needs-python``), moves to the nearest later release, which may
+    depend on releases made for the target: rdkit-pypi 2020.9.5.2 (numpy==1.20, >=3.7) ->
+    2021.3.1 on 3.6 (retroxpert, corpus12 dev). Pre-releases are no candidates; without a later
+    release, or without the release list, nothing."""
+    if p.kind != "pin-needs-python" or len(p.requirements) < 2:
+        return None
+    available = facts.versions.get(p.package)
+    if not available:
+        return None
+    try:
+        out = SpecifierSet(p.requirements[1][len(p.package):])
+    except InvalidSpecifier:
+        return None
+    for i in find(reqs, p.package):
+        wanted = pinned_version(reqs[i])
+        if wanted is None or "*" in wanted:
+            continue
+        try:
+            floor = Version(strip_local(wanted))
+        except InvalidVersion:
+            continue
+        later = []
+        for v in available:
+            try:
+                pv = Version(v)
+            except InvalidVersion:
+                continue
+            if pv > floor and not pv.is_prerelease and not out.contains(pv, prereleases=True):
+                later.append(pv)
+        if not later:
+            return None
+        near = str(min(later))
+        r = _parse(reqs[i])
+        new = _format(r.name if r else p.package, r, f"=={near}")
+        return Step("release-for-python", p.package, reqs[i], new,
+                    f"{reqs[i]} cannot be used on this Python ({p.excerpt[:160]}); {near} is the nearest later release",
+                    _edit(reqs, i, new))
+    return None
+
+
 #: The ordered rule registry: the first rule that returns a step wins.
 RULES: tuple[tuple[str, Rule], ...] = (
     ("strip-local-version", rule_strip_local_version),
@@ -937,6 +1011,7 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("widen-conflict", rule_widen_conflict),
     ("unbuildable-unpin", rule_drop_unbuildable),
     ("older-series-for-python", rule_older_series_for_python),
+    ("release-for-python", rule_release_for_python),
 )
 
 
@@ -988,7 +1063,7 @@ def packages_to_look_up(problems: Iterable[Problem], reqs: Sequence[str] = ()) -
     a conflicting package that ``reqs`` pins exactly (for nearest-compatible)."""
     out = set()
     for p in problems:
-        if p.kind in ("not-found", "invalid-metadata") and p.package:
+        if p.kind in ("not-found", "invalid-metadata", "pin-needs-python") and p.package:
             out.add(p.package)
         elif p.kind == "conflict" and p.package and any(
                 (v := pinned_version(reqs[i])) is not None and "*" not in v for i in find(tuple(reqs), p.package)):

@@ -1388,3 +1388,68 @@ def test_lock_request__uv_first__a_long_no_solution_explanation__still_uvs_answe
                                                                                        pdm_runs),
                             python_exe=Path("/usr/bin/python3"), uv_first=True)
     assert len(long) > 2000 and not out.ok and pdm_runs == []
+
+
+UV_RDKIT_PYTHON = (
+    "  x No solution found when resolving dependencies:\n"
+    "  `-> Because the requested Python version (>=3.6.8) does not satisfy Python>=3.7 and numpy==1.20.0 depends on\n"
+    "      Python>=3.7, we can conclude that numpy==1.20.0 cannot be used.\n"
+    "      And because rdkit-pypi<=2020.9.5.2 depends on numpy==1.20 and you require rdkit-pypi==2020.9.5.2, we can\n"
+    "      conclude that your requirements are unsatisfiable.\n")
+
+
+def test_relax__a_pins_dependency_needs_a_newer_python__the_pin_moves_to_the_nearest_later_release() -> None:
+    """retroxpert (corpus12 dev): rdkit-pypi 2020.9.5.2 (a nearest-release move from conda's rdkit
+    2019.09.3) needs numpy==1.20, which needs Python 3.7; the stated Python is 3.6. uv said so and
+    no rule read it. The pin moves to the nearest later release."""
+    from pyrepro import relax
+
+    probs = relax.diagnose(UV_RDKIT_PYTHON)
+    need = [p for p in probs if p.kind == "pin-needs-python"]
+    assert need and need[0].package == "rdkit-pypi"
+    assert need[0].requirements == ("rdkit-pypi==2020.9.5.2", "rdkit-pypi<=2020.9.5.2")
+    assert "numpy" in need[0].excerpt and ">=3.7" in need[0].excerpt
+    assert relax.packages_to_look_up(probs, ["rdkit-pypi==2020.9.5.2"]) == ["rdkit-pypi"]
+    facts = relax.Facts(versions={"rdkit-pypi": ("2020.9.5.2", "2021.3.1b1", "2021.3.1", "2021.3.2", "2022.9.5")})
+    step = relax.relax(UV_RDKIT_PYTHON, ["numpy>=1.18,<2", "rdkit-pypi==2020.9.5.2"], facts)
+    assert step is not None and step.rule == "release-for-python"
+    assert step.requirements == ("numpy>=1.18,<2", "rdkit-pypi==2021.3.1")  # no pre-release
+    # no later release: nothing; the project's own pin needing the newer Python: not this problem
+    assert relax.relax(UV_RDKIT_PYTHON, ["rdkit-pypi==2020.9.5.2"],
+                       relax.Facts(versions={"rdkit-pypi": ("2019.9.1", "2020.9.5.2")})) is None
+    direct = ("  x No solution found when resolving dependencies:\n  `-> Because the requested Python version (>=3.6.8)"
+              " does not satisfy Python>=3.7 and numpy==1.20.0 depends on Python>=3.7, we can conclude that\n"
+              "      numpy==1.20.0 cannot be used. And because you require numpy==1.20.0, we can conclude that your"
+              " requirements are unsatisfiable.\n")
+    assert not [p for p in relax.diagnose(direct) if p.kind == "pin-needs-python"]
+
+
+def test_lock_request__uv_first__a_pins_dependency_needs_a_newer_python__relocks_with_a_later_release(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through lock_request, uv first (as reproduce locks): uv's explanation is read, the pin moves
+    to the nearest later release, and the next uv attempt locks."""
+    d = _project(tmp_path, ["six==1.15.0"])
+    monkeypatch.setattr(lock, "_index", lambda: _SixIndex())
+    monkeypatch.setattr(lock, "lookup_versions",
+                        lambda names, python, runner: {n: ("1.14.0", "1.15.0", "1.17.0") for n in names})
+    asked: list[str] = []
+
+    def uv(argv, cwd, env):  # type: ignore[no-untyped-def]
+        reqs = " ".join(Path(a).read_text() for a in argv if a.endswith((".in", ".txt")) and Path(a).is_file())
+        asked.append(reqs)
+        if "six==1.15.0" in reqs:
+            return Completed(tuple(argv), 1, "", UV_RDKIT_PYTHON.replace("rdkit-pypi", "six").replace(
+                "2020.9.5.2", "1.15.0"))
+        return Completed(tuple(argv), 0, f"six==1.17.0 \\\n    --hash=sha256:{_SIX}\n", "")
+
+    runner = FakeRunner()
+    from pyrepro.uvtool import uv_executable
+
+    runner.on((uv_executable() or "uv", "pip", "compile"), uv)
+    pdm_runs: list[list[str]] = []
+    runner.on(lock.pdm_command(), lambda argv, cwd, env: (pdm_runs.append(list(argv)), Completed(tuple(argv), 1, "", ""))[1])
+    out = lock.lock_request(lock.LockRequest("p", d, "3.6"), runner=runner, python_exe=Path("/usr/bin/python3"),
+                            uv_first=True)
+    assert out.ok, out.message
+    assert any(s.rule == "release-for-python" and s.after == "six==1.17.0" for s in out.steps)
+    assert pdm_runs == [] and len(asked) == 2

@@ -860,15 +860,16 @@ def persist_era(req: LockRequest, day: str, reason: str, *, python: str | None =
     _regenerate(req)
 
 
-def persist_source_to_index(req: LockRequest, names: Sequence[str], reason: str) -> None:
+def persist_source_to_index(req: LockRequest, names: Sequence[str], reason: str,
+                            dropped: Sequence[str] = ()) -> None:
     """Extra sources ``names`` give way to the index's distributions of those names (rule
     ``source-to-index``): their ``[[extra_sources]]`` entries leave model.toml, each name is a
     requirement (``[dependencies] extra`` unless scanned), the reason goes into ``notes``; the
-    pyproject is regenerated."""
+    pyproject is regenerated. The sources ``dropped`` leave model.toml and become no requirement."""
     if req.model_toml is None:
         raise ResolutionError(f"{req.name}: no model.toml to record the change in")
     doc = tomlkit.parse(req.model_toml.read_text(encoding="utf-8"))
-    wanted = {canonicalize_name(n) for n in names}
+    wanted = {canonicalize_name(n) for n in (*names, *dropped)}
     sources = doc.get("extra_sources")
     if sources is not None:
         kept = [t for t in sources if canonicalize_name(str(t.get("name", ""))) not in wanted]

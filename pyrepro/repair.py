@@ -52,6 +52,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from packaging.utils import canonicalize_name
+
 from pyrepro import relax
 from pyrepro.interpreters import RELEASES, python_of_day, settled_pythons, version_key
 
@@ -133,6 +135,8 @@ class Situation:
     facts: Facts = field(default_factory=Facts)
     # extra (git) sources of model.toml the build could not find here: (name, repository, commit)
     unavailable: tuple[tuple[str, str, str], ...] = ()
+    # the distributions the code imports (model.toml's scanned set, canonical); empty: not known
+    imported: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -212,6 +216,9 @@ class SourceToIndex:
 
     names: tuple[str, ...]
     reason: str
+    #: sources named only by their repository (no egg or PEP 508 name) whose name the code does not
+    #: import: dropped, not replaced by the index's unrelated project of that name
+    dropped: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -286,23 +293,42 @@ def _after_unavailable_source(s: Situation) -> Move:
     ``git+https://gitlab.com/ase/ase.git@d441dd6``) whose name the index has releases of: the
     index's distribution instead, relocked by the submission's date when it has one, so the
     release of that time (rule ``source-to-index``, once per source). A name the index does not
-    have stays a source, and the build stops saying where to put its checkout."""
+    have stays a source, and the build stops saying where to put its checkout.
+
+    A source whose name is only its repository's (no egg or PEP 508 name said otherwise) and that
+    the code does not import is dropped instead: the index's project of that name is another one
+    (retroxpert, corpus12 dev: ``git+git://github.com/pytorch/audio.git@d92de5b`` is torchaudio,
+    which the code imports and another rule provides; PyPI's ``audio`` is unrelated)."""
     done = {mod for m in s.moves if m.kind == "source" for mod in m.modules}
     names = [n for n, _r, _c in s.unavailable if n not in done]
     if not names or not s.online:
         return GiveUp("" if s.online else "offline: the index was not asked for a distribution of that name")
+    guessed = tuple(n for n, r, _c in s.unavailable if n in names and s.imported
+                    and canonicalize_name(n) not in s.imported
+                    and canonicalize_name(n) == canonicalize_name(r.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")))
+    names = [n for n in names if n not in guessed]
     asks = tuple(n for n in names if n not in s.facts.releases)
     if asks:
         raise _Need(LookUp(releases=asks))
     missing = [n for n in names if not s.facts.releases[n]]
     if missing:
         return GiveUp(f"{', '.join(missing)}: no distribution of that name on the index either")
-    where = "; ".join(f"{n} ({r or 'no repository'} at {c[:12]})" for n, r, c in s.unavailable if n in names)
-    when = ("relocked with nothing newer than the submission's date, so the release of its time" if s.dated else
-            "the submission has no date, so the release the lock takes")
-    reason = (f"the git source{'s' if len(names) > 1 else ''} {where} cannot be fetched here, and the index has "
-              f"releases of {', '.join(names)}: {when} (rule source-to-index; the commit's own code may differ)")
-    return SourceToIndex(tuple(names), reason)
+    parts = []
+    if names:
+        where = "; ".join(f"{n} ({r or 'no repository'} at {c[:12]})" for n, r, c in s.unavailable if n in names)
+        when = ("relocked with nothing newer than the submission's date, so the release of its time" if s.dated else
+                "the submission has no date, so the release the lock takes")
+        parts.append(f"the git source{'s' if len(names) > 1 else ''} {where} cannot be fetched here, and the index "
+                     f"has releases of {', '.join(names)}: {when} (rule source-to-index; the commit's own code may "
+                     f"differ)")
+    if guessed:
+        where = "; ".join(f"{r} at {c[:12]}" for n, r, c in s.unavailable if n in guessed)
+        parts.append(f"the git source{'s' if len(guessed) > 1 else ''} {where} cannot be fetched here; "
+                     f"{'their names are' if len(guessed) > 1 else 'its name is'} only the repository's, and the "
+                     f"code imports no distribution of {'those names' if len(guessed) > 1 else 'that name'}: dropped, "
+                     f"not replaced by the index's project of that name (rule source-to-index; an import it "
+                     f"provided fails the import check, which finds its provider)")
+    return SourceToIndex(tuple(names), "; ".join(parts), dropped=guessed)
 
 
 # ------------------------------------------------------------------------------------ lock
@@ -863,7 +889,6 @@ def required_versions(message: str) -> list[tuple[str, str]]:
     (``requires TensorFlow version >= 2.8`` -> ("tensorflow", ">=2.8")), in the order found;
     specifiers that do not parse are left out."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.utils import canonicalize_name
 
     out: list[tuple[str, str]] = []
     for pattern, how in _VERSION_CHECKS:

@@ -511,7 +511,8 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
                             absent={m: why for m, why in absent.items() if why}, provided=provided,
                             provided_after=frozenset(provided_after),
                             installed=installed, locked=locked, unimported=_unimported_only(spec, sdists),
-                            unavailable=tuple(unavailable))
+                            unavailable=tuple(unavailable),
+                            imported=frozenset(canonicalize_name(d) for d in spec.dependencies.scanned))
 
 
 def _recorded_step(step: dict[str, Any]) -> str:
@@ -765,13 +766,20 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                                         _next_step(exc, _BUILD_FIX)))
                     return done(exc)
                 new = relock_or_fail(
-                    lambda mv=move: lock.persist_source_to_index(lock.LockRequest.from_spec(spec), mv.names, mv.reason),
-                    repair.Moved("source", "build", modules=move.names), exc, move.reason,
+                    lambda mv=move: lock.persist_source_to_index(lock.LockRequest.from_spec(spec), mv.names, mv.reason,
+                                                                 mv.dropped),
+                    repair.Moved("source", "build", modules=(*move.names, *move.dropped)), exc, move.reason,
                     start="date-bounded" if spec.submitted is not None else None, built_nothing=False)
                 if new is None:
                     return done(exc)
-                rec.setdefault("relaxed", []).append(f"{', '.join(move.names)} from the index: {move.reason}")
-                replaced.append(f"git source {', '.join(move.names)} -> the index's")
+                said = ", ".join(move.names) + " from the index" if move.names else "git source dropped"
+                if move.names and move.dropped:
+                    said += f"; {', '.join(move.dropped)} dropped"
+                elif move.dropped:
+                    said = f"{', '.join(move.dropped)} dropped"
+                rec.setdefault("relaxed", []).append(f"{said}: {move.reason}")
+                replaced.append(f"git source {', '.join(move.names)} -> the index's" if move.names else
+                                f"git source {', '.join(move.dropped)} dropped")
                 spec = new
                 continue
             except SdistBuildError as exc:

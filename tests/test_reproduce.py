@@ -923,6 +923,77 @@ def test_source_to_index__planner__once_per_source_and_only_for_names_the_index_
     assert "no distribution of that name" in repair.next_move(lacking).reason  # type: ignore[union-attr]
 
 
+def test_source_to_index__planner__a_source_named_only_by_its_repository_and_never_imported_is_dropped() -> None:
+    """retroxpert (corpus12 dev): ``git+git://github.com/pytorch/audio.git@<commit>`` (no egg) is
+    torchaudio; the code imports torchaudio, not ``audio``. PyPI's ``audio`` is another project: the
+    source is dropped, not replaced by it. A source the code imports keeps the index's release."""
+    from dataclasses import replace
+
+    from pyrepro import repair
+
+    audio = ("audio", "git://github.com/pytorch/audio.git", "d" * 40)
+    ase = ("ase", "https://gitlab.com/ase/ase.git", "e" * 40)
+    s = repair.Situation(python="3.6", python_stated=True, python_reason="", strategy="as-declared", dated=True,
+                         unavailable=(audio, ase), imported=frozenset({"torchaudio", "ase"}))
+    assert repair.next_move(s) == repair.LookUp(releases=("ase",))  # audio is not even looked up
+    move = repair.next_move(replace(s, facts=repair.Facts(releases={"ase": (("3.17.0", "2018-11-23"),)})))
+    assert isinstance(move, repair.SourceToIndex) and move.names == ("ase",) and move.dropped == ("audio",)
+    assert "git://github.com/pytorch/audio.git at dddddddddddd" in move.reason and "dropped" in move.reason
+    alone = repair.next_move(replace(s, unavailable=(audio,)))
+    assert isinstance(alone, repair.SourceToIndex) and alone.names == () and alone.dropped == ("audio",)
+    # the code imports a distribution of that name: the index's release, as before
+    imported = repair.next_move(replace(s, unavailable=(audio,), imported=frozenset({"audio"}),
+                                        facts=repair.Facts(releases={"audio": (("0.1", "2019-01-01"),)})))
+    assert isinstance(imported, repair.SourceToIndex) and imported.names == ("audio",) and imported.dropped == ()
+    # what the code imports is not known: as before
+    unknown = repair.next_move(replace(s, unavailable=(audio,), imported=frozenset()))
+    assert unknown == repair.LookUp(releases=("audio",))
+
+
+def test_reproduce__git_source_named_only_by_its_repository__dropped_and_the_build_goes_on(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through reproduce: the unfetchable source ``audio`` leaves model.toml, no ``audio``
+    requirement is added, the model relocks and builds."""
+    import tomllib
+
+    from pyrepro import interpreters as interp
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+
+    commit = "d92de5b97fc6204db4b1e3ed20c03ac06f5d53f0"
+    root = write_files({"sub/run.py": "import torchaudio\n",
+                        "sub/requirements.txt": f"torchaudio\ngit+git://github.com/pytorch/audio.git@{commit}\n",
+                        "sub/environment.yml": "dependencies:\n  - python=3.10\n"})
+    monkeypatch.setattr("pyrepro.index._urllib_fetch", lambda url: None)
+    seen_sources: list[tuple[str, ...]] = []
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        return lock.LockOutcome(spec.name, 1, kw.get("start") or "as-declared", (), (), (), (), (), (), 1.0,
+                                spec.python, ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock",
+                                spec.dir / "lock.toml", "ok")
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        seen_sources.append(tuple(e.name for e in spec.extra_sources))
+        for e in spec.extra_sources:
+            local._extra_source_dir(e.name, e.commit, paths, e.repository)
+        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
+                          "s" * 20, paths.cache / "launch", "3.10.13", True, True, 0.1)
+
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(interp, "find_python", lambda v, runner=None: Path(f"/usr/bin/python{v}"))
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["torchaudio"])
+    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [("torchaudio", "ok", "")])
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=True)
+    assert res.error is None and next(s for s in res.stages if s.name == "build").status == "ok", res.stages
+    assert seen_sources == [("audio",), ()]
+    doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
+    assert "extra_sources" not in doc and "audio" not in doc["dependencies"].get("extra", [])
+    assert "audio" not in doc["dependencies"]["scanned"]
+    assert "only the repository's" in doc["notes"]
+    assert any(r.startswith("audio dropped") for r in res.relaxed)
+
+
 def _lock_outcome(spec: Any, failed: Any = None) -> Any:
     """A fake lock_model result: category 4 with the failed attempt ``failed``, else category 1."""
     if failed is not None:

@@ -15,7 +15,8 @@ Each folder runs as `pyrepro reproduce FOLDER --json` in a scratch project (``--
 temporary folder with empty models/ and patches/) sharing the user's cache, so environments
 and downloads are reused between runs. A folder that exceeds --timeout minutes is recorded as
 such. Prints one row per folder: the stage reached, the lock category, seconds, and the reason
-it stopped; then how many reached a passing import check. The lock category shown is the one
+it stopped; then how many reached a passing import check. Each folder's whole ``--json`` record
+is kept in ROOT/records/<folder>.json. The lock category shown is the one
 that counts (``category`` of the record: set once the environment built; 4 when it did not).
 ``--gc`` removes each folder's environment after its row (``pyrepro gc NAME``), so a corpus of
 multi-GB environments fits on a small disk.
@@ -92,6 +93,9 @@ def main() -> None:
         try:
             out, errtext = proc.communicate(timeout=timeout * 60)
             doc = json.loads(out) if out.strip().startswith("{") else None
+            if doc is not None:  # the whole record, for reading a row's reason in full later
+                (root / "records").mkdir(exist_ok=True)
+                (root / "records" / f"{name}.json").write_text(out)
             rec = doc.get("result") if isinstance(doc, dict) else None  # the --json envelope (docs/json.md)
             err = errtext.strip().splitlines()[-1] if errtext.strip() else ""
         except subprocess.TimeoutExpired:

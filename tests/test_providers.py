@@ -57,6 +57,9 @@ class FakeIndex:
 
 def test_candidates__table_identity_and_common_spellings() -> None:
     assert providers.candidates("sklearn.linear_model")[0] == "scikit-learn"
+    # hyperopt 0.0.2 imports bson "-- comes with pymongo" (eeg-grasp-lift, corpus13 dev): the table's
+    # pymongo comes before PyPI's unrelated bson
+    assert providers.candidates("bson.objectid")[:2] == ("pymongo", "bson")
     c = providers.candidates("mystery_mod")
     assert c[:2] == ("mystery-mod", "python-mystery-mod") and "pymystery-mod" in c and "mystery-mod-python" in c
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -529,3 +530,55 @@ def test_build_env__sdist_build_past_its_time__stopped_named_and_not_retried_wit
     assert "did not end within 30 s" in str(e.value) and "PYREPRO_SDIST_SECONDS" in (e.value.hint or "")
     assert set(timeouts) == {30} and not any("--no-build-isolation" in a for a in builds)
     assert not list((paths.cache / "envs").glob("mini-*"))  # nothing half-built is left as an environment
+
+
+OTHER_PYTHONS_PKG = '''
+[[package]]
+name = "netcdf4"
+version = "1.6.2"
+summary = ""
+files = [
+    {file = "netCDF4-1.6.2-cp37-cp37m-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", hash = "sha256:e152a2af9ea1ed7c75d9683fc2c814002612cb60e3691a8b2c33e78ad026ce5b"},
+    {file = "netCDF4-1.6.2-cp38-cp38-macosx_10_9_x86_64.whl", hash = "sha256:5ffb5ea48d01cb50607828010ea497bed0c6e7a414a0648572f0b3a4e96c8c1b"},
+    {file = "netCDF4-1.6.2.tar.gz", hash = "sha256:0382b02ff6a288419f6ffec85dec40f451f41b8755547154c575ddd9f0f4ae53"},
+]
+'''
+
+
+def test_locked_packages__wheels_for_other_pythons_and_an_sdist__built_as_an_sdist(tmp_path: Path) -> None:
+    """galaxy-zoo-bcnn (corpus13 dev): netCDF4 1.6.2 locked for 3.6 has wheels from cp37 and an
+    sdist. It went with the wheels, pip built the sdist there ("did not find HDF5 headers"), and
+    that failure was no sdist failure, so nothing moved it to a release with a cp36 wheel. Here it
+    is sdist-only; for 3.7 it is not."""
+    root, paths, spec = sdist_model(tmp_path, OTHER_PYTHONS_PKG)
+    lock = root / "models" / "mini" / "pdm.lock"
+    on36 = {p.name: p.sdist_only for p in local.locked_packages(lock, "3.6", "linux-x86_64")}
+    on37 = {p.name: p.sdist_only for p in local.locked_packages(lock, "3.7", "linux-x86_64")}
+    assert on36["netcdf4"] and not on37["netcdf4"]
+    assert not on36["six"]  # a py2.py3 wheel fits every Python
+
+
+def test_build_env__wheels_for_other_pythons_only__the_failure_is_an_sdist_failure(tmp_path: Path) -> None:
+    """Through build_env: the build of that sdist fails, and the error names it as an sdist that did
+    not build (SdistBuildError with the package), which the repair planner moves."""
+    from pyrepro.errors import SdistBuildError
+
+    root, paths, spec = sdist_model(tmp_path, OTHER_PYTHONS_PKG)
+    spec = dataclasses.replace(spec, python="3.6")
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[1:4] == ["-m", "pip", "download"]:
+            return Completed(tuple(argv), 0, "", "")
+        if argv[1:4] in (["-m", "pip", "install"], ["-m", "pip", "wheel"]):
+            req = Path(argv[-1]).read_text() if argv[-1].endswith(".txt") else ""
+            if "netcdf4" in req:
+                return Completed(tuple(argv), 1, "", "Building wheel for netCDF4 (setup.py): started\n"
+                                                     "ValueError: did not find HDF5 headers\n"
+                                                     "ERROR: Failed building wheel for netCDF4\n")
+            return Completed(tuple(argv), 0, "", "")
+        return proc.run(cmd, **kw)
+
+    with pytest.raises(SdistBuildError) as err:
+        local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
+    assert ("netcdf4", "1.6.2") in err.value.packages

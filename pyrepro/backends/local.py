@@ -117,7 +117,11 @@ def locked_packages(lock_path: Path, python: str, platform: str) -> list[Locked]
             raise InputError(f"package {pkg.get('name')} has no file hashes", path=lock_path,
                              key=f"package[{i}].files", hint="relock with 'pyrepro lock NAME'")
         names = [str(f.get("file", "")) for f in pkg.get("files", [])]
-        sdist_only = bool(names) and not any(n.endswith(".whl") for n in names)
+        # an sdist whose wheels are all for other Pythons is built here like a sdist-only release
+        # (netCDF4 1.6.2 for 3.6: wheels from cp37; galaxy-zoo-bcnn, corpus13 dev). In the wheel group
+        # pip built it anyway, and its failure was no sdist failure, so no repair moved it.
+        sdist_only = bool(names) and not any(n.endswith(".whl") and (not machine or wheel_fits(n, python, machine))
+                                             for n in names)
         if machine and names and all(n.endswith(".whl") for n in names) and not any(
                 wheel_fits(n, python, machine) for n in names):
             # wheels for other Pythons only (tensorflow-io-gcs-filesystem 0.35.0 locked for 3.8, whose

@@ -173,20 +173,24 @@ class Index:
 
     def releases_by(self, name: str, day: dt.date | None = None) -> list[tuple[str, str]]:
         """(version, first upload day) of every final release of ``name`` the index received by
-        ``day`` (None: any day), newest version first; yanked files left out."""
+        ``day`` (None: any day), newest version first; yanked files left out. A project that never
+        had a final release is read by its pre-releases, as pip takes them when nothing else
+        matches (pydensecrf: 1.0rc2 and 1.0rc3 only; attention-gated, corpus13 dev)."""
         from packaging.version import InvalidVersion, Version
 
-        first: dict[Version, str] = {}
+        seen: list[tuple[Version, str]] = []
         for f in (self._project(name) or {}).get("files", []):
             if not isinstance(f, dict) or f.get("yanked") or not f.get("upload-time"):
                 continue
             v = _version_of(str(f.get("filename", "")))
             try:
-                ver = Version(v or "")
+                seen.append((Version(v or ""), str(f["upload-time"])[:10]))
             except InvalidVersion:
                 continue
-            up = str(f["upload-time"])[:10]
-            if ver.is_prerelease or (day is not None and up > day.isoformat()):
+        finals = any(not ver.is_prerelease for ver, _up in seen)
+        first: dict[Version, str] = {}
+        for ver, up in seen:
+            if (ver.is_prerelease and finals) or (day is not None and up > day.isoformat()):
                 continue
             first[ver] = min(first.get(ver, up), up)
         return [(str(v), first[v]) for v in sorted(first, reverse=True)]

@@ -95,6 +95,19 @@ def test_index_releases_by__final_releases_by_day_newest_first() -> None:
     idx = WheelIndex(None, fetch=lambda url: json.dumps(listing).encode())
     assert idx.releases_by("x", dt.date(2021, 1, 1)) == [("1.10", "2020-05-01"), ("1.0", "2019-01-01")]
     assert idx.releases_by("x")[0] == ("3.0", "2024-01-01")
+    # a project that never had a final release: its pre-releases (pydensecrf 1.0rc2, 1.0rc3)
+    pre = {"files": [{"filename": "p-1.0rc2.tar.gz", "upload-time": "2017-07-01T00:00:00Z"},
+                     {"filename": "p-1.0rc3.tar.gz", "upload-time": "2018-04-01T00:00:00Z"}]}
+    only_pre = WheelIndex(None, fetch=lambda url: json.dumps(pre).encode())
+    assert only_pre.releases_by("p") == [("1.0rc3", "2018-04-01"), ("1.0rc2", "2017-07-01")]
+    assert only_pre.releases_by("p", dt.date(2018, 1, 1)) == [("1.0rc2", "2017-07-01")]
+
+
+def test_find_provider__the_tables_pyshp() -> None:
+    """downscaling-gan (corpus13 dev): `shapefile` is pyshp's module; no provider was found."""
+    idx = FakeIndex({"pyshp": [("2.1.3", "2021-01-01", {"shapefile"})]})
+    s = providers.find_provider("shapefile", idx, dt.date(2021, 6, 1))
+    assert s is not None and s.distribution == "pyshp"
 
 
 @pytest.mark.parametrize("module,wants,python,said", [

@@ -66,7 +66,7 @@ MAX_UNRESOLVED_MOVES = 3  # unresolved-to-older-python moves (one minor each: 3.
 @dataclass(frozen=True)
 class Moved:
     """A move ``reproduce`` performed: ``kind`` wheels | python | era | era-of | provider | provider-next |
-    lockstep | version-check | source; ``trigger``
+    lockstep | version-check | source | clash; ``trigger``
     lock | build | imports;
     ``ok``: whether its relock produced a lock (a failed era relock or older-Python lock lets the
     next rule try)."""
@@ -137,6 +137,9 @@ class Situation:
     unavailable: tuple[tuple[str, str, str], ...] = ()
     # the distributions the code imports (model.toml's scanned set, canonical); empty: not known
     imported: frozenset[str] = frozenset()
+    # top-level module -> the installed distributions that all ship it (two or more: one's files
+    # overwrote the other's), for the modules whose import failed
+    clashes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -198,6 +201,16 @@ class PinProvider:
 
 
 @dataclass(frozen=True)
+class DropClash:
+    """A distribution the scan chose for an imported module, dropped because a dependency brings
+    another distribution that ships the same module (rule ``module-clash``): relock, rebuild."""
+
+    distribution: str
+    module: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class LookUp:
     wheel_versions: tuple[tuple[str, str], ...] = ()
     has_wheel: tuple[tuple[str, str, str], ...] = ()
@@ -227,7 +240,8 @@ class GiveUp:
     hint: str = ""  # the next step a person would take ("" : the failure's own hint)
 
 
-Move = (PinWheels | MovePython | RelockByDate | RelockByEra | AddProviders | PinProvider | SourceToIndex | LookUp
+Move = (PinWheels | MovePython | RelockByDate | RelockByEra | AddProviders | PinProvider | SourceToIndex | DropClash
+        | LookUp
         | GiveUp)
 
 
@@ -702,6 +716,31 @@ def _dateless(module: str, python: str) -> bool:
                                          if version_key(v) > version_key(python))
 
 
+def _module_clash(s: Situation, bad: list[tuple[str, str, str]]) -> DropClash | None:
+    """Modules failed to import, and a checked module is shipped by two installed distributions, one
+    of them the scan's choice for the code's import and the other not imported by name (a
+    dependency brought it): the scan's choice is dropped, once per module (rt-covid, corpus13 dev:
+    the code imports theano, so Theano 1.0.5 was locked beside Theano-PyMC 1.1.2, which pymc3 3.11
+    requires; both ship ``theano``, and pymc3 failed with "'TheanoConfigParser' object has no
+    attribute 'gcc__cxxflags'")."""
+    done = {mod for m in s.moves if m.kind == "clash" for mod in m.modules}
+    if not bad or not s.imported:
+        return None
+    first = bad[0]
+    for top, owners in sorted(s.clashes.items()):
+        if top in done or len(owners) < 2:
+            continue
+        ours = [d for d in owners if d in s.imported]
+        theirs = [d for d in owners if d not in s.imported]
+        if len(ours) != 1 or not theirs:
+            continue
+        return DropClash(ours[0], top, f"{', '.join(owners)} all ship the module {top}, so one's files overwrote "
+                                       f"the other's ({first[0]} fails: {first[2][:160]}); {ours[0]} was locked for "
+                                       f"the code's `import {top}`, {', '.join(theirs)} because a dependency "
+                                       f"requires it: {ours[0]} is dropped (rule module-clash)")
+    return None
+
+
 def _after_imports(s: Situation) -> Move:
     bad = [r for r in s.imports if r[1] != "ok"]
     if not bad:
@@ -730,6 +769,9 @@ def _after_imports(s: Situation) -> Move:
         found = tuple((m, *s.facts.providers[m]) for m in wanted if s.facts.providers[m] is not None)
         if found:
             return AddProviders(found)  # type: ignore[arg-type]
+    move = _module_clash(s, bad)
+    if move is not None:
+        return move
     tops = {r[0].split(".")[0] for r in inside}
     if era_open and not (tops & set(s.provided) and tops & set(s.provided) <= s.provided_after):
         # newest releases mixed with the submission's old pins (cdvae_model: pandas 1.5.3 beside

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -467,7 +467,8 @@ def _repair_lock(spec: Any, outcome: Any, paths: Paths, rec: dict[str, Any], mov
 
 def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple[str, str], ...] = (),
                imports: tuple[tuple[str, str, str], ...] = (), unlocked: tuple[tuple[str, str], ...] = (),
-               lock_failed: str = "", unavailable: tuple[tuple[str, str, str], ...] = ()) -> Any:
+               lock_failed: str = "", unavailable: tuple[tuple[str, str, str], ...] = (),
+               clashes: Mapping[str, tuple[str, ...]] | None = None) -> Any:
     """What the repair planner needs to know of ``spec`` and its lock record (``repair.Situation``)."""
     from pyrepro import lock, repair
     from pyrepro.evidence import BOUND_ONLY, NO_EVIDENCE
@@ -512,7 +513,8 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
                             provided_after=frozenset(provided_after),
                             installed=installed, locked=locked, unimported=_unimported_only(spec, sdists),
                             unavailable=tuple(unavailable),
-                            imported=frozenset(canonicalize_name(d) for d in spec.dependencies.scanned))
+                            imported=frozenset(canonicalize_name(d) for d in spec.dependencies.scanned),
+                            clashes=dict(clashes or {}))
 
 
 def _recorded_step(step: dict[str, Any]) -> str:
@@ -853,8 +855,11 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                 stages.append(Stage("imports", "failed", clock() - t0, str(exc2), exc2.hint or ""))
                 return done(exc2)
             while any(r[1] != "ok" for r in rows):
-                move = plan(_situation(spec, online=online, moves=moves, imports=tuple(tuple(r) for r in rows)),
-                            index=index, runner=runner, before=spec.submitted)
+                # who ships each checked module (a failure in pymc3 may come of two distributions
+                # shipping theano, whose own import passes)
+                clashes = run_mod.module_owners(built, [r[0] for r in rows])
+                move = plan(_situation(spec, online=online, moves=moves, imports=tuple(tuple(r) for r in rows),
+                                       clashes=clashes), index=index, runner=runner, before=spec.submitted)
                 if isinstance(move, repair.AddProviders):
                     new, outcome = _relock_with_providers(spec, move, paths, runner=runner, progress=progress,
                                                           lock_timeout=_lock_timeout(rec, lock_timeout))
@@ -880,6 +885,18 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                         rec.setdefault("relaxed", []).append(
                             f"{move.distribution} {move.before} -> {move.version}: {move.reason}")
                         _relocked(stages, outcome, f"after moving {move.distribution} {move.before} -> {move.version}")
+                        spec, relocked = new, True
+                        break
+                    continue
+                if isinstance(move, repair.DropClash):
+                    step = relax.Step("module-clash", move.distribution, move.distribution, "", move.reason, ())
+                    new, outcome = _relock_or_restore(
+                        spec, lambda st=step: lock.persist_to_model_toml(lock.LockRequest.from_spec(spec), [st]),
+                        paths, runner=runner, progress=progress, lock_timeout=_lock_timeout(rec, lock_timeout))
+                    moves.append(repair.Moved("clash", "imports", ok=new is not None, modules=(move.module,)))
+                    if new is not None:
+                        rec.setdefault("relaxed", []).append(f"{move.distribution} dropped: {move.reason}")
+                        _relocked(stages, outcome, f"after dropping {move.distribution} (module-clash)")
                         spec, relocked = new, True
                         break
                     continue

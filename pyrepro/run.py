@@ -20,7 +20,7 @@ import os
 import platform
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -577,6 +577,26 @@ def _import_probe() -> str:
     from pyrepro import toplevel
 
     return inspect.getsource(toplevel) + "\n" + _IMPORT_PROBE
+
+
+def module_owners(built: BuiltModel, modules: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """Top-level module -> the installed distributions (canonical names, sorted) that ship it, for
+    each of ``modules`` (dotted names count by their top level) that two or more distributions of
+    the model's environment ship: files of one overwrote the other's (Theano and Theano-PyMC both
+    ship ``theano``: rt-covid, corpus13 dev). Read from the environment's ``*.dist-info`` folders."""
+    from packaging.utils import canonicalize_name
+
+    from pyrepro.toplevel import installed_distributions
+
+    tops = {m.split(".")[0] for m in modules}
+    if not tops:
+        return {}
+    entries = [str(p) for p in sorted(built.env_dir.glob("lib/python*/site-packages"))]
+    owners: dict[str, set[str]] = {}
+    for name, shipped in installed_distributions(entries):
+        for t in tops & set(shipped):
+            owners.setdefault(t, set()).add(canonicalize_name(name))
+    return {t: tuple(sorted(d)) for t, d in owners.items() if len(d) > 1}
 
 
 def model_distributions(spec: ModelSpec) -> list[str]:

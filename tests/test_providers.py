@@ -659,3 +659,85 @@ def test_known_absent__mantaflows_scene_module__never_pypis_unrelated_manta() ->
 
     assert "mantaflow" in providers.known_absent("manta")
     assert "mantaflow" in providers.known_absent("manta.something")
+
+
+def _dist_info(site: Path, name: str, version: str, tops: str) -> None:
+    d = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    d.mkdir(parents=True)
+    (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n")
+    (d / "top_level.txt").write_text(tops + "\n")
+
+
+def test_reproduce__two_installed_distributions_ship_the_imported_module__the_scans_choice_is_dropped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path, write_files: Any) -> None:
+    """rt-covid (corpus13 dev): the code imports theano and pymc3; the scan chose Theano for
+    `import theano`, pymc3 3.11 requires Theano-PyMC, and both ship `theano`, so pymc3 failed with
+    "'TheanoConfigParser' object has no attribute 'gcc__cxxflags'". The environment's dist-info
+    folders say who ships the module; the scan's choice is dropped (rule module-clash), the model
+    relocks, and the import check passes. A clash of two distributions the code both imports by
+    name is left alone."""
+    import tomllib
+    from dataclasses import replace
+
+    from pyrepro import lock, repair, reproduce
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+    from pyrepro.paths import Paths
+
+    proj = tmp_path / "proj"
+    (proj / "models").mkdir(parents=True)
+    (proj / "patches").mkdir()
+    (proj / "flake.nix").write_text("{}\n")
+    monkeypatch.setenv("PYREPRO_ROOT", str(proj))
+    monkeypatch.setattr("pyrepro.index._urllib_fetch", lambda url: None)
+    env = tmp_path / "env"
+    site = env / "lib" / "python3.7" / "site-packages"
+
+    def fake_lock(spec, paths, start="as-declared", **kw):  # type: ignore[no-untyped-def]
+        (spec.dir / "lock.toml").write_text('schema = 1\ncategory = 1\nstrategy = "as-declared"\n')
+        (spec.dir / "pdm.lock").write_text("# lock\n")
+        return lock.LockOutcome(spec.name, 1, "as-declared", (), (), (), (), (), (), 1.0, spec.python, ("x",), 1,
+                                "sha256:0", None, spec.dir / "pdm.lock", spec.dir / "lock.toml", "ok")
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        import shutil
+
+        shutil.rmtree(env, ignore_errors=True)
+        _dist_info(site, "pymc3", "3.11.5", "pymc3")
+        _dist_info(site, "Theano-PyMC", "1.1.2", "theano")
+        if '"theano"' in (spec.dir / "pyproject.toml").read_text().lower():
+            _dist_info(site, "Theano", "1.0.5", "theano\nbin")
+        return BuiltModel(spec.name, "local", env, "k" * 20, paths.cache / "src", paths.cache / "rt", "s" * 20,
+                          paths.cache / "launch", "3.7.17", True, True, 0.1)
+
+    def fake_imports(spec, built, **kw):  # type: ignore[no-untyped-def]
+        clash = (site / "Theano-1.0.5.dist-info").is_dir()
+        return [("theano", "ok", ""), ("pymc3", "error", "AttributeError: 'TheanoConfigParser' object has no "
+                                                         "attribute 'gcc__cxxflags'") if clash else ("pymc3", "ok", "")]
+
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["theano", "pymc3"])
+    monkeypatch.setattr(run_mod, "check_imports", fake_imports)
+    root = write_files({"sub/run.py": "import theano\nimport pymc3\n",
+                        "sub/requirements.txt": "pymc3>=3.9.2\ntheano\n"})
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", python="3.7", online=True)
+    assert res.ok, res.stages
+    doc = tomllib.loads((proj / "models" / "sub" / "model.toml").read_text())
+    assert "theano" in doc["dependencies"]["dropped"]
+    assert '"theano"' not in (proj / "models" / "sub" / "pyproject.toml").read_text().lower()
+    assert any("rule module-clash" in r and "theano" in r for r in res.relaxed)
+    # the planner: both imported by name, or no failure: nothing
+    s = repair.Situation(python="3.7", python_stated=True, python_reason="", strategy="as-declared", dated=False,
+                         imports=(("pymc3", "error", "AttributeError: x"),),
+                         imported=frozenset({"theano", "theano-pymc", "pymc3"}),
+                         clashes={"theano": ("theano", "theano-pymc")})
+    assert repair._module_clash(s, list(s.imports)) is None
+    assert repair._module_clash(replace(s, imported=frozenset({"theano", "pymc3"})), []) is None
+    s2 = repair.Situation(python="3.7", python_stated=True, python_reason="", strategy="as-declared", dated=False,
+                          imports=(("theano.tensor", "error", "AttributeError: x"),),
+                          imported=frozenset({"theano", "pymc3"}), clashes={"theano": ("theano", "theano-pymc")})
+    move = repair._module_clash(s2, list(s2.imports))
+    assert isinstance(move, repair.DropClash) and move.distribution == "theano" and move.module == "theano"
+    done = replace(s2, moves=(repair.Moved("clash", "imports", modules=("theano",)),))
+    assert repair._module_clash(done, list(done.imports)) is None  # once per module

@@ -847,6 +847,35 @@ def test_reproduce__undated_sdist_that_does_not_build__relocked_by_its_upload_da
     assert doc["python"] == "3.10"
 
 
+def _unfetchable_sources_world(monkeypatch: pytest.MonkeyPatch, modules: list[str],
+                                starts: list[Any], seen: list[tuple[str, ...]]) -> None:
+    """A fake lock (``starts``: the strategy each lock started from) and build (``seen``: the extra
+    sources each build had; the real look-up of each, where nothing is), and an import check of
+    ``modules`` that passes."""
+    from pyrepro import interpreters as interp
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        starts.append(kw.get("start"))
+        return lock.LockOutcome(spec.name, 2 if kw.get("start") else 1, kw.get("start") or "as-declared", (), (), (),
+                                (), (), (), 1.0, spec.python, ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock",
+                                spec.dir / "lock.toml", "ok")
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        seen.append(tuple(e.name for e in spec.extra_sources))
+        for e in spec.extra_sources:  # the real look-up: nothing is there
+            local._extra_source_dir(e.name, e.commit, paths, e.repository)
+        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
+                          "s" * 20, paths.cache / "launch", "3.10.13", True, True, 0.1)
+
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(interp, "find_python", lambda v, runner=None: Path(f"/usr/bin/python{v}"))
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: list(modules))
+    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [(m, "ok", "") for m in modules])
+
+
 def test_reproduce__git_source_not_available_here__the_index_release_of_its_date_then_built(
         project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
     """catkit (corpus8 dev): requirements.txt pins ``git+https://gitlab.com/ase/ase.git@<commit>``,
@@ -854,10 +883,6 @@ def test_reproduce__git_source_not_available_here__the_index_release_of_its_date
     (rule source-to-index), relocked by the submission's date, and the build goes on. Offline, or a
     name the index lacks, the build stops as before, naming the source."""
     import tomllib
-
-    from pyrepro import interpreters as interp
-    from pyrepro import run as run_mod
-    from pyrepro.backends import BuiltModel, local
 
     commit = "d441dd6a1c71a2e1a925043e6974a9b3ae961854"
     root = write_files({"sub/run.py": "import ase\n",
@@ -871,25 +896,7 @@ def test_reproduce__git_source_not_available_here__the_index_release_of_its_date
                         lambda url: json.dumps(listing).encode() if url.rstrip("/").endswith("/ase") else None)
     starts: list[str | None] = []
     seen_deps: list[tuple[str, ...]] = []
-
-    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
-        starts.append(kw.get("start"))
-        seen_deps.append(tuple(e.name for e in spec.extra_sources))
-        return lock.LockOutcome(spec.name, 2 if kw.get("start") else 1, kw.get("start") or "as-declared", (), (), (),
-                                (), (), (), 1.0, spec.python, ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock",
-                                spec.dir / "lock.toml", "ok")
-
-    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
-        for e in spec.extra_sources:  # the real look-up: nothing is there
-            local._extra_source_dir(e.name, e.commit, paths, e.repository)
-        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
-                          "s" * 20, paths.cache / "launch", "3.10.13", True, True, 0.1)
-
-    monkeypatch.setattr(local, "build", fake_build)
-    monkeypatch.setattr(interp, "find_python", lambda v, runner=None: Path(f"/usr/bin/python{v}"))
-    monkeypatch.setattr(lock, "lock_model", fake_lock)
-    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["ase"])
-    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [("ase", "ok", "")])
+    _unfetchable_sources_world(monkeypatch, ["ase"], starts, seen_deps)
     offline = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=False)
     build = next(s for s in offline.stages if s.name == "build")
     assert build.status == "failed" and f"extra source ase@{commit[:12]} is not available" in build.detail
@@ -956,34 +963,13 @@ def test_reproduce__git_source_named_only_by_its_repository__dropped_and_the_bui
     requirement is added, the model relocks and builds."""
     import tomllib
 
-    from pyrepro import interpreters as interp
-    from pyrepro import run as run_mod
-    from pyrepro.backends import BuiltModel, local
-
     commit = "d92de5b97fc6204db4b1e3ed20c03ac06f5d53f0"
     root = write_files({"sub/run.py": "import torchaudio\n",
                         "sub/requirements.txt": f"torchaudio\ngit+git://github.com/pytorch/audio.git@{commit}\n",
                         "sub/environment.yml": "dependencies:\n  - python=3.10\n"})
     monkeypatch.setattr("pyrepro.index._urllib_fetch", lambda url: None)
     seen_sources: list[tuple[str, ...]] = []
-
-    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
-        return lock.LockOutcome(spec.name, 1, kw.get("start") or "as-declared", (), (), (), (), (), (), 1.0,
-                                spec.python, ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock",
-                                spec.dir / "lock.toml", "ok")
-
-    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
-        seen_sources.append(tuple(e.name for e in spec.extra_sources))
-        for e in spec.extra_sources:
-            local._extra_source_dir(e.name, e.commit, paths, e.repository)
-        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
-                          "s" * 20, paths.cache / "launch", "3.10.13", True, True, 0.1)
-
-    monkeypatch.setattr(local, "build", fake_build)
-    monkeypatch.setattr(interp, "find_python", lambda v, runner=None: Path(f"/usr/bin/python{v}"))
-    monkeypatch.setattr(lock, "lock_model", fake_lock)
-    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["torchaudio"])
-    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [("torchaudio", "ok", "")])
+    _unfetchable_sources_world(monkeypatch, ["torchaudio"], [], seen_sources)
     res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=True)
     assert res.error is None and next(s for s in res.stages if s.name == "build").status == "ok", res.stages
     assert seen_sources == [("audio",), ()]

@@ -73,6 +73,13 @@ def obsolete_folder(path: str) -> str | None:
     return None
 
 
+def ipython_extension_module(name: str) -> str:
+    """The module ``%load_ext name`` imports: IPython's own extensions (the name table's
+    ``[ipython_extensions]``: ``autoreload``, ``storemagic``) live in ``IPython.extensions``; any
+    other name is a module of its own (``rpy2.ipython``, ``line_profiler``)."""
+    return "IPython" if name in _table().get("ipython_extensions", {}) else name
+
+
 def namespaces() -> dict[str, str]:
     return _table().get("namespaces", {})  # type: ignore[return-value]
 

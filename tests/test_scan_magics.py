@@ -30,9 +30,35 @@ def test_parse_code__stray_indented_magic_at_top_level__still_parses() -> None:
 
 
 def test_blank_magics__other_line_magics__blanked_lines_keep_count() -> None:
-    text = "%matplotlib inline\n%load_ext autoreload\nimport a\n"
+    text = "%matplotlib inline\n%config InlineBackend.figure_format = 'svg'\nimport a\n"
     clean, cmds = pysrc.blank_magics(text)
     assert clean.split("\n") == ["", "", "import a", ""] and cmds == []
+
+
+def test_parse_code__load_ext__the_extensions_module_is_imported() -> None:
+    """compas-analysis (corpus13 held): the notebook's `%load_ext rpy2.ipython` runs its %%R cells
+    through rpy2, and nothing else imports it, so rpy2 was no dependency. IPython's own extensions
+    (the name table's [ipython_extensions]) are IPython's modules, not a project of that name."""
+    parsed = pysrc.parse_code("%load_ext rpy2.ipython\n%load_ext autoreload\n%reload_ext line_profiler\n"
+                              "%load_ext\n%load_ext not a name\nimport warnings\n")
+    assert [(i.module, i.line) for i in parsed.imports] == [("rpy2.ipython", 1), ("IPython", 2),
+                                                             ("line_profiler", 3), ("warnings", 6)]
+    assert parsed.warnings == ()
+
+
+def test_scan_path__notebook_that_loads_an_extension__its_distribution_required(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from pyrepro.scan import scan_path
+
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": ["%load_ext rpy2.ipython\n", "import warnings"]},
+             {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": ["%%R\n", "library(dplyr)\n"]}]
+    (tmp_path / "a.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                                  "nbformat_minor": 2}))
+    res = scan_path(tmp_path, python="3.11")
+    assert "rpy2" in res.required
 
 
 def _flags(code: str) -> list[tuple[str, bool]]:

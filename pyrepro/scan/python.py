@@ -66,8 +66,17 @@ _MAGIC_OPTS_WITH_VALUE = {"-n", "-r", "-p", "-s", "-T", "-D", "-l"}
 
 
 def _line_magic_code(body: str) -> str | None:
-    """The Python code of ``%time code`` / ``%timeit -n1 code`` / ``%prun -s x code``, or None."""
+    """The Python code of ``%time code`` / ``%timeit -n1 code`` / ``%prun -s x code``, or None.
+    ``%load_ext x.y`` / ``%reload_ext x.y`` import the extension's module: ``import x.y`` (IPython's
+    own extensions, ``autoreload``: ``import IPython``; ``resolve.ipython_extension_module``)."""
     m = re.match(r"%(\w+)\s*(.*)$", body)
+    if m and m.group(1) in ("load_ext", "reload_ext"):
+        ext = m.group(2).strip()
+        if re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", ext):
+            from pyrepro.resolve import ipython_extension_module
+
+            return f"import {ipython_extension_module(ext)}"
+        return None
     if not m or m.group(1) not in CODE_LINE_MAGICS:
         return None
     rest = m.group(2)

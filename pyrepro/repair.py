@@ -138,7 +138,7 @@ class Situation:
     # the distributions the code imports (model.toml's scanned set, canonical); empty: not known
     imported: frozenset[str] = frozenset()
     # top-level module -> the installed distributions that all ship it (two or more: one's files
-    # overwrote the other's), for the modules whose import failed
+    # overwrote the other's), for the modules of the last import check
     clashes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 

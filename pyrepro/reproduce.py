@@ -774,12 +774,9 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                     start="date-bounded" if spec.submitted is not None else None, built_nothing=False)
                 if new is None:
                     return done(exc)
-                said = ", ".join(move.names) + " from the index" if move.names else "git source dropped"
-                if move.names and move.dropped:
-                    said += f"; {', '.join(move.dropped)} dropped"
-                elif move.dropped:
-                    said = f"{', '.join(move.dropped)} dropped"
-                rec.setdefault("relaxed", []).append(f"{said}: {move.reason}")
+                said = [f"{', '.join(move.names)} from the index"] if move.names else []
+                said += [f"{', '.join(move.dropped)} dropped"] if move.dropped else []
+                rec.setdefault("relaxed", []).append(f"{'; '.join(said)}: {move.reason}")
                 replaced.append(f"git source {', '.join(move.names)} -> the index's" if move.names else
                                 f"git source {', '.join(move.dropped)} dropped")
                 spec = new

@@ -120,10 +120,9 @@ def locked_packages(lock_path: Path, python: str, platform: str) -> list[Locked]
         # an sdist whose wheels are all for other Pythons is built here like a sdist-only release
         # (netCDF4 1.6.2 for 3.6: wheels from cp37; galaxy-zoo-bcnn, corpus13 dev). In the wheel group
         # pip built it anyway, and its failure was no sdist failure, so no repair moved it.
-        sdist_only = bool(names) and not any(n.endswith(".whl") and (not machine or wheel_fits(n, python, machine))
-                                             for n in names)
-        if machine and names and all(n.endswith(".whl") for n in names) and not any(
-                wheel_fits(n, python, machine) for n in names):
+        fitting = any(n.endswith(".whl") and (not machine or wheel_fits(n, python, machine)) for n in names)
+        sdist_only = bool(names) and not fitting
+        if machine and names and all(n.endswith(".whl") for n in names) and not fitting:
             # wheels for other Pythons only (tensorflow-io-gcs-filesystem 0.35.0 locked for 3.8, whose
             # wheels start at cp39, and no Requires-Python said so: keras-ngf, corpus11 dev): pip finds
             # nothing to install, so it is repaired like a release with no file at all

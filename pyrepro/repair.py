@@ -507,6 +507,7 @@ def _after_build(s: Situation) -> Move:
         return PinWheels(tuple(drops + more))
     steps: list[relax.Step] = []
     why = ""
+    wants_python = False  # a Python move is the answer, and that interpreter is missing here
     if move is None:
         steps, why = _wheel_steps(s, tried, list(s.sdists))
         if not steps:
@@ -517,7 +518,7 @@ def _after_build(s: Situation) -> Move:
         missing = _interpreter(s, move[0])
         if missing:  # say which Python the move needs, change nothing
             why = f"{why}; {move[1]}; but {missing}" if why else f"{move[1]}; but {missing}"
-            move = None
+            move, wants_python = None, True
     if steps:
         return PinWheels(tuple(steps))
     if move is not None:
@@ -525,7 +526,24 @@ def _after_build(s: Situation) -> Move:
     era = _era_of_failing_sdist(s)
     if era is not None:
         return era
+    by_date = None if wants_python else _sdist_by_date(s)
+    if by_date is not None:
+        return by_date
     return GiveUp(why)
+
+
+def _sdist_by_date(s: Situation) -> RelockByDate | None:
+    """A dated submission whose as-declared lock (newest releases beside its pins) holds a sdist
+    that does not build, and no release or Python move helps: relocked with nothing newer than the
+    submission's date, once (rule ``sdist-by-date``). A release made after the code's time may
+    claim a Python it no longer builds for: regex 2022.1.18 states no Requires-Python, and its
+    sdist carries only its Python 3 C code, so on a Python 2 submission (whose date is bounded by
+    Python 2's end of life) gcc stops on ``Py_UCS1`` (crowdflower-relevance, corpus14 dev)."""
+    if not s.dated or s.strategy != "as-declared" or any(m.kind in ("era", "era-of") for m in s.moves):
+        return None
+    pkg, version = s.sdists[0]
+    return RelockByDate(f"the locked sdist {pkg} {version} did not build on CPython {s.python} and no release or "
+                        "Python move helps (rule sdist-by-date)")
 
 
 def _with_rule(found: tuple[str, str] | None, rule: str) -> tuple[str, str, str] | None:

@@ -800,6 +800,19 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                     replaced.append(f"date bound {move.day}")
                     spec = new
                     continue
+                if isinstance(move, repair.RelockByDate):  # a dated sdist that did not build: the date bounds
+                    taken: list[str] = []
+                    new = relock_or_fail(
+                        lambda out=taken: out.extend(lock.drop_target_pins(lock.LockRequest.from_spec(spec))),
+                        repair.Moved("era", "build"), exc, move.reason, start="date-bounded", built_nothing=True)
+                    if new is None:
+                        return done(exc)
+                    rec.setdefault("relaxed", []).append(
+                        f"relocked with nothing newer than the submission's date: {move.reason}"
+                        + (f"; pins chosen for the as-declared lock taken back: {', '.join(taken)}" if taken else ""))
+                    replaced.append("relocked by the submission's date")
+                    spec = new
+                    continue
                 if isinstance(move, repair.MovePython):
                     lock.persist_python(lock.LockRequest.from_spec(spec), move.python, move.reason)
                     replaced.append(f"Python {spec.python} -> {move.python}")

@@ -582,3 +582,20 @@ def test_build_env__wheels_for_other_pythons_only__the_failure_is_an_sdist_failu
     with pytest.raises(SdistBuildError) as err:
         local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
     assert ("netcdf4", "1.6.2") in err.value.packages
+
+
+def test_system_needs__a_compiler_that_ran_and_failed_is_no_system_need() -> None:
+    """crowdflower-relevance (corpus14 dev): regex 2022.1.18's Python 3 C code on Python 2 made gcc
+    stop on ``Py_UCS1``. "error: command 'gcc' failed with exit status 1" is a compiler that ran; it
+    was reported as "needs from the system: gcc", which sent the user to install a gcc they had.
+    A compiler that is missing is still named."""
+    ran = ("regex_3/_regex.c:755:15: error: 'Py_UCS1' undeclared (first use in this function)\n"
+           "error: command 'gcc' failed with exit status 1\n")
+    assert local.system_needs(ran) == ()
+    assert local.system_needs("error: command '/usr/bin/gcc' failed with exit code 1") == ()
+    assert local.system_needs("error: command 'gcc' failed: No such file or directory") == ("gcc",)
+    assert local.system_needs("unable to execute 'x86_64-linux-gnu-gcc': No such file or directory") == \
+        ("x86_64-linux-gnu-gcc",)
+    # a missing header is named, the compiler's failure after it is not
+    assert local.system_needs("x.c:1:10: fatal error: gdal.h: No such file or directory\n"
+                              "error: command 'gcc' failed with exit status 1") == ("gdal.h",)

@@ -492,9 +492,11 @@ def test_sdist__wheels_only_for_newer_pythons__oldest_newer_python_with_one() ->
     after = replace(s, moves=(repair.Moved("python", "build", python="3.10"),))
     again = o.answer(after)
     assert isinstance(again, repair.MovePython) and again.python == "3.11"
-    # no newer Python has a wheel either: give up naming the sdist
+    # no newer Python has a wheel either: the as-declared lock is relocked by the submission's date
+    # (sdist-by-date); a date-bounded one gives up naming the sdist
     none = Oracle({"openbabel": {"3.1.1.1": set()}}, uploads={"openbabel==3.1.1.1": "2020-05-23"})
-    give = none.answer(s)
+    assert isinstance(none.answer(s), repair.RelockByDate)
+    give = none.answer(replace(s, strategy="date-bounded"))
     assert isinstance(give, repair.GiveUp) and "openbabel 3.1.1.1" in give.reason
 
 
@@ -529,7 +531,8 @@ def test_imports_not_provided__the_code_clones_a_repository__the_hint_names_it()
 def test_sdist__undated__nothing_else_helps__relock_by_the_sdists_upload_day_once() -> None:
     """perovskite-ordering (corpus4 dev), undated: torch-scatter 2.1.1 has no wheel anywhere and no
     Python move helps; today's setuptools beside torch 1.13.1 broke its setup.py. The sdist's
-    upload day becomes the date bound (era-of-failing-sdist), once; dated submissions give up."""
+    upload day becomes the date bound (era-of-failing-sdist), once. A dated submission's as-declared
+    lock is relocked by its own date instead (sdist-by-date); a dated date-bounded lock gives up."""
     o = Oracle({"torch-scatter": {"2.1.1": set()}}, uploads={"torch-scatter==2.1.1": "2023-03-16"})
     s = _s(python="3.10", python_stated=True, dated=False, sdists=(("torch-scatter", "2.1.1"),))
     move = o.answer(s)
@@ -537,7 +540,24 @@ def test_sdist__undated__nothing_else_helps__relock_by_the_sdists_upload_day_onc
     assert "era-of-failing-sdist" in move.reason
     after = replace(s, moves=(repair.Moved("era-of", "build", ok=True),))
     assert isinstance(o.answer(after), repair.GiveUp)
-    assert isinstance(o.answer(replace(s, dated=True)), repair.GiveUp)
+    assert isinstance(o.answer(replace(s, dated=True)), repair.RelockByDate)
+    assert isinstance(o.answer(replace(s, dated=True, strategy="date-bounded")), repair.GiveUp)
+
+
+def test_sdist__python2_as_declared__no_wheel_anywhere__relocked_by_the_date_once() -> None:
+    """crowdflower-relevance (corpus14 dev): Python 2 code, dated only by Python 2's end of life.
+    The as-declared lock took regex 2022.1.18, whose sdist states no Requires-Python but carries only
+    its Python 3 C code; no release has a Python 2 wheel and no Python move helps Python 2 code. The
+    lock is relocked with nothing newer than the date (sdist-by-date), once; then it gives up."""
+    o = Oracle({"regex": {"2022.1.18": set(), "2019.12.20": set()}}, uploads={"regex==2022.1.18": "2022-01-18"})
+    s = _s(python="2.7", python_stated=True, python_reason="run.py:3: Python 2 code", bound_only=True,
+           sdists=(("regex", "2022.1.18"),))
+    move = o.answer(s)
+    assert isinstance(move, repair.RelockByDate)
+    assert "regex 2022.1.18 did not build on CPython 2.7" in move.reason and "sdist-by-date" in move.reason
+    for kind in ("era", "era-of"):
+        assert isinstance(o.answer(replace(s, moves=(repair.Moved(kind, "build", ok=True),))), repair.GiveUp)
+    assert isinstance(o.answer(replace(s, dated=False)), repair.GiveUp)  # no date to relock by
 
 
 def test_sdist__only_unimported_requirements_bring_it__dropped_others_moved_to_wheels() -> None:

@@ -847,6 +847,54 @@ def test_reproduce__undated_sdist_that_does_not_build__relocked_by_its_upload_da
     assert doc["python"] == "3.10"
 
 
+def test_reproduce__python2_sdist_that_does_not_build__relocked_by_the_date_then_built(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """crowdflower-relevance (corpus14 dev): Python 2 code, dated only by Python 2's end of life. The
+    as-declared lock's regex 2022.1.18 has no Python 2 wheel and its sdist no longer builds there,
+    and no release or Python move helps Python 2 code: the build relocks with nothing newer than the
+    date (sdist-by-date), says so, and the build of that lock passes."""
+    from pyrepro import interpreters as interp
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+    from pyrepro.errors import SdistBuildError
+
+    root = write_files({"sub/run.py": "import regex\nprint 'hello'\n", "sub/requirements.txt": "regex\n"})
+    listing = {"files": [{"filename": "regex-2022.1.18.tar.gz", "url": "u", "upload-time": "2022-01-18T10:00:00Z"},
+                         {"filename": "regex-2019.12.20.tar.gz", "url": "u", "upload-time": "2019-12-20T10:00:00Z"}]}
+    monkeypatch.setattr("pyrepro.index._urllib_fetch",
+                        lambda url: json.dumps(listing).encode() if "/regex/" in url else None)
+    starts: list[str | None] = []
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        starts.append(kw.get("start"))
+        return lock.LockOutcome(spec.name, 2 if kw.get("start") else 1, kw.get("start") or "as-declared", (), (), (),
+                                (), (), (), 1.0, spec.python, ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock",
+                                spec.dir / "lock.toml", "ok")
+
+    def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        if starts[-1] != "date-bounded":
+            raise SdistBuildError("installing the sdist-only locked packages (regex) of sub failed",
+                                  packages=(("regex", "2022.1.18"),))
+        return BuiltModel(spec.name, "local", paths.cache / "env", "k" * 20, paths.cache / "src", paths.cache / "rt",
+                          "s" * 20, paths.cache / "launch", "2.7.18", True, True, 0.1)
+
+    def fake_record(d):  # type: ignore[no-untyped-def]
+        return {"strategy": starts[-1] or "as-declared"} if starts else None
+
+    monkeypatch.setattr(local, "build", fake_build)
+    monkeypatch.setattr(interp, "find_python", lambda v, runner=None: Path(f"/usr/bin/python{v}"))
+    monkeypatch.setattr(lock, "lock_model", fake_lock)
+    monkeypatch.setattr(lock, "read_record", fake_record)
+    monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: ["regex"])
+    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, **kw: [("regex", "ok", "")])
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=True)
+    assert res.python == "2.7"
+    assert res.error is None and next(s for s in res.stages if s.name == "build").status == "ok"
+    assert starts == [None, "date-bounded"]
+    said = " ".join(res.relaxed)
+    assert "relocked with nothing newer than the submission's date" in said and "sdist-by-date" in said
+
+
 def _unfetchable_sources_world(monkeypatch: pytest.MonkeyPatch, modules: list[str],
                                 starts: list[Any], seen: list[tuple[str, ...]]) -> None:
     """A fake lock (``starts``: the strategy each lock started from) and build (``seen``: the extra

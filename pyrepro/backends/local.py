@@ -788,7 +788,10 @@ _SYSTEM_NEEDS = (
     re.compile(r"\b([\w.-]+_config|[\w.-]+-config): (?:command )?not found"),
     re.compile(r"OSError: ([\w.-]+_config|[\w.-]+-config) not found"),
     re.compile(r"Package '?([\w.+-]+)'? was not found in the pkg-config search path"),
-    re.compile(r"error: command '([\w.+/-]*(?:gcc|g\+\+|cc|gfortran|clang))' failed"),
+    # a compiler that is not there; "failed with exit status 1" is one that ran and stopped on the
+    # code (regex 2022.1.18's Python 3 C code on Python 2: crowdflower-relevance, corpus14 dev)
+    re.compile(r"error: command '([\w.+/-]*(?:gcc|g\+\+|cc|gfortran|clang))' failed: No such file or directory"),
+    re.compile(r"unable to execute '([\w.+/-]*(?:gcc|g\+\+|cc|gfortran|clang))': No such file or directory"),
     re.compile(r"Can not find Rust compiler|(cargo|rustc) (?:is )?not found"),
 )
 

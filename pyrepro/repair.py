@@ -740,14 +740,20 @@ def _module_clash(s: Situation, bad: list[tuple[str, str, str]]) -> DropClash | 
     dependency brought it): the scan's choice is dropped, once per module (rt-covid, corpus13 dev:
     the code imports theano, so Theano 1.0.5 was locked beside Theano-PyMC 1.1.2, which pymc3 3.11
     requires; both ship ``theano``, and pymc3 failed with "'TheanoConfigParser' object has no
-    attribute 'gcc__cxxflags'")."""
+    attribute 'gcc__cxxflags'"). Only a failure that names the module counts: the failing module is
+    it or under it, or its message says its name (chemcrow, corpus13 held: molbloom failed on
+    Python 3.10 syntax beside an rdkit/rdkit-pypi clash; dropping rdkit cost a relock and a build
+    before the date relock that fixed it)."""
     done = {mod for m in s.moves if m.kind == "clash" for mod in m.modules}
     if not bad or not s.imported:
         return None
-    first = bad[0]
     for top, owners in sorted(s.clashes.items()):
         if top in done or len(owners) < 2:
             continue
+        named = [r for r in bad if r[0].split(".")[0] == top or top.lower() in r[2].lower()]
+        if not named:
+            continue
+        first = named[0]
         ours = [d for d in owners if d in s.imported]
         theirs = [d for d in owners if d not in s.imported]
         if len(ours) != 1 or not theirs:

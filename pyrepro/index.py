@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import os
 import re
@@ -69,6 +70,24 @@ def _cache_write(path: Path, data: object) -> None:
         atomic_write_text(path, json.dumps(data))
 
 
+_SDIST_ENDINGS = (".tar.gz", ".zip", ".tar.bz2", ".tgz", ".tar.xz", ".tar")
+
+
+def _version_text(filename: str) -> str:
+    """The version part of a wheel's or sdist's file name as written ("" when the name has none):
+    the wheel's second field, the sdist's text after its last "-". Read by splitting, as a project
+    of thousands of files is grouped by it; ``Version`` then parses each distinct text once."""
+    if filename.endswith(".whl"):
+        parts = filename[:-4].split("-")
+        return parts[1] if len(parts) in (5, 6) else ""
+    for ending in _SDIST_ENDINGS:
+        if filename.endswith(ending):
+            name, _sep, version = filename[: -len(ending)].rpartition("-")
+            return version if name else ""
+    return ""
+
+
+@functools.lru_cache(maxsize=1 << 17)
 def _version_of(filename: str) -> str | None:
     from packaging.utils import InvalidSdistFilename, parse_sdist_filename
 
@@ -109,17 +128,18 @@ class Index:
 
         key = canonicalize_name(name)
         if key not in self._versions:
-            grouped: dict[object, list[dict]] = {}
+            by_text: dict[str, list[dict]] = {}  # each distinct version text is parsed once
             for f in (self._project(name) or {}).get("files", []):
-                if not isinstance(f, dict):
-                    continue
-                v = _version_of(str(f.get("filename", "")))
+                if isinstance(f, dict):
+                    text = _version_text(str(f.get("filename", "")))
+                    if text:
+                        by_text.setdefault(text, []).append(f)
+            grouped: dict[object, list[dict]] = {}
+            for text, files in by_text.items():
                 try:
-                    parsed = Version(v) if v is not None else None
+                    grouped.setdefault(Version(text), []).extend(files)
                 except InvalidVersion:
                     continue
-                if parsed is not None:
-                    grouped.setdefault(parsed, []).append(f)
             self._versions[key] = grouped
         return self._versions[key]
 

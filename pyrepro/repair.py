@@ -842,10 +842,33 @@ def _after_imports(s: Situation) -> Move:
         hint = (f"no locked distribution provides {first[0]}{looked}{where}: code from another repository goes "
                 "into model.toml as [[extra_sources]] (name, repository, 40-hex commit), a PyPI distribution of "
                 "another name as a [mapping] entry; then rerun")
+    elif (lib := system_library(first[2])) is not None:
+        hint = (f"installed code loads the system library {lib}, which no locked release bundles for this Python: "
+                "install it with the system's package manager (or add it to the Nix build's inputs), or pin a "
+                "release that bundles it, then rerun")
     else:
         hint = ("pin the failing distribution to a release of the submission's time in model.toml "
                 "([[dependencies.pins]]), relock and rerun")
     return GiveUp(f"{len(bad)} of {len(s.imports)} modules fail to import: {first[0]}: {first[2][:200]}", hint)
+
+
+# how installed code says at import time that a shared library of the system is missing
+_SYSTEM_LIBRARY = (
+    re.compile(r"\b(lib[\w+.-]+?\.so)(?:\.[\d.]+)?: cannot open shared object file"),
+    re.compile(r"\b([\w+.-]+) library not found"),  # soundfile: "sndfile library not found"
+    re.compile(r"[Cc]ould not find (?:the )?(?:shared )?library:? '?([\w+.-]+)'?"),
+)
+
+
+def system_library(message: str) -> str | None:
+    """The system library an import failure's message says is missing ("libGL.so.1: cannot open
+    shared object file", soundfile's "sndfile library not found": music-autotagging, corpus14 dev,
+    on Python 2, where no soundfile release bundles libsndfile), or None."""
+    for rx in _SYSTEM_LIBRARY:
+        m = rx.search(message)
+        if m:
+            return m.group(1)
+    return None
 
 
 def _by_date(inside: list[tuple[str, str, str]]) -> RelockByDate:
@@ -1017,7 +1040,7 @@ def _imports_older_python(s: Situation, inside: list[tuple[str, str, str]]) -> M
     older = older_pythons(s.python) if s.python in [v for v, _d in RELEASES] else []
     if not older:
         return None
-    python_made = [r for r in inside if "shared object file" not in r[2]]  # a missing system library: no
+    python_made = [r for r in inside if system_library(r[2]) is None]  # a missing system library: no
     if not python_made:
         return None
     target, why = older[-1], "so the next older one"

@@ -746,3 +746,20 @@ def test_imports_inside__keras_made_for_another_tensorflow__the_newest_keras_for
     assert "no tensorflow in the lock" in alone.reason
     # the releases not known yet: looked up first
     assert repair.next_move(replace(s, facts=repair.Facts())) == repair.LookUp(releases=("keras",))
+
+
+def test_imports__a_system_library_is_missing__the_hint_names_it() -> None:
+    """music-autotagging (corpus14 dev), Python 2: librosa and kapre fail with soundfile's "sndfile
+    library not found" (no soundfile release for Python 2 bundles libsndfile). The stop names the
+    system library, not "pin the failing distribution"; a missing shared object file likewise."""
+    rows = (("numpy", "ok", ""), ("librosa", "error", "OSError: sndfile library not found"),
+            ("kapre", "error", "OSError: sndfile library not found"))
+    s = _s(python="2.7", python_stated=True, strategy="date-bounded", imports=rows,
+           locked={"librosa": "0.7.1", "kapre": "0.1.4", "soundfile": "0.10.3.post1"})
+    move = repair.next_move(s)
+    assert isinstance(move, repair.GiveUp) and "2 of 3 modules fail to import: librosa" in move.reason
+    assert "system library sndfile" in move.hint and "pin the failing" not in move.hint
+    gl = ("cv2", "error", "ImportError: libGL.so.1: cannot open shared object file: No such file or directory")
+    move = repair.next_move(replace(s, imports=(gl,)))
+    assert isinstance(move, repair.GiveUp) and "system library libGL.so" in move.hint
+    assert repair.system_library("ImportError: cannot import name 'foo'") is None

@@ -360,6 +360,10 @@ def diagnose(text: str) -> tuple[Problem, ...]:
     refused = _python_refused(lines)
     if refused is not None:
         add(refused)
+    elif not problems:
+        unbuilt = _sdist_metadata_failed(lines)
+        if unbuilt is not None:
+            add(unbuilt)
 
     invalid: dict[str, list[str]] = {}
     said: dict[str, list[str]] = {}
@@ -448,6 +452,41 @@ def _python_refused(lines: list[str]) -> Problem | None:
             return Problem("python-refused", package=sdist[0], requirements=(f"{sdist[0]}=={sdist[1]}",),
                            excerpt=f"{sdist[0]} {sdist[1]}: {what}")
     return None
+
+
+# the line of a failed setup.py that says why: an exception, or pip's own "error:" line
+_ERROR_LINE = re.compile(r"^\s*(?:[\w.]*(?:Error|Exception|error)\b[:\s]|error: |Could not find |"
+                         r"Please (?:install|make sure))")
+
+
+def _sdist_metadata_failed(lines: list[str]) -> Problem | None:
+    """pip (locking for Python 2) building the metadata of a downloaded sdist, and that command
+    failing for a reason other than the Python: that sdist, with the failed command's last line of
+    its own (predicting-poverty, corpus13 held: GDAL's setup.py needs gdal-config, "gdal_config_error:
+    [Errno 2] No such file or directory", which had been diagnosed "unknown")."""
+    from packaging.utils import InvalidSdistFilename, parse_sdist_filename
+
+    sdist: tuple[str, str] | None = None
+    failed: tuple[str, str] | None = None
+    why = ""
+    for line in lines:
+        m = _PIP_SDIST.search(line)
+        if m and failed is None:
+            try:
+                name, version = parse_sdist_filename(m.group(1) + ".tar.gz")
+                sdist = (canonicalize_name(name), str(version))
+            except (InvalidSdistFilename, InvalidVersion):
+                sdist = None
+            continue
+        if sdist is not None and ("Command errored out" in line or "metadata-generation-failed" in line):
+            failed = failed or sdist
+        elif failed is not None and _ERROR_LINE.search(line) and "Command errored out" not in line:
+            why = line.strip()
+    if failed is None:
+        return None
+    return Problem("build-failed", package=failed[0], requirements=(f"{failed[0]}=={failed[1]}",),
+                   excerpt=f"{failed[0]} {failed[1]}: its setup.py failed while pip read its metadata"
+                           + (f" ({why[:200]})" if why else ""))
 
 
 # uv's no-solution explanation: "Because all versions of rxnfp depend on matplotlib==3.2.2 and you

@@ -322,3 +322,37 @@ def test_python_27__real_pip_lock_virtualenv_build_and_import_check(tmp_path: Pa
     rows = __import__("json").loads(done.stdout.strip().splitlines()[-1])
     assert ["six", "ok", ""] in rows and any(r[0] == "no_such_mod" and "No module named" in r[2] for r in rows)
     shutil.rmtree(env, ignore_errors=True)
+
+
+GDAL_NEEDS_GDAL_CONFIG = """\
+Collecting numpy==1.16.6
+  Using cached numpy-1.16.6-cp27-cp27mu-manylinux1_x86_64.whl (17.0 MB)
+Collecting GDAL
+  Downloading GDAL-3.4.3.tar.gz (757 kB)
+    ERROR: Command errored out with exit status 1:
+     command: /env/bin/python -c 'import sys, setuptools ...' egg_info --egg-base /tmp/pip-pip-egg-info-x
+         cwd: /tmp/pip-install-a/gdal/
+    Complete output (12 lines):
+    Traceback (most recent call last):
+      File "/tmp/pip-install-a/gdal/setup.py", line 87, in fetch_config
+        p = subprocess.Popen([command, args], stdout=subprocess.PIPE)
+    OSError: [Errno 2] No such file or directory
+    __main__.gdal_config_error: [Errno 2] No such file or directory
+    ----------------------------------------
+ERROR: Command errored out with exit status 1: python setup.py egg_info Check the logs for full command output.
+"""
+
+
+def test_relax__pip_on_python_2__sdist_metadata_does_not_build__named_not_unknown() -> None:
+    """predicting-poverty (corpus13 held): pip's Python 2 lock stops on GDAL's setup.py, which needs
+    gdal-config from the system. That was diagnosed "unknown"; it is the sdist whose metadata did not
+    build, with the setup.py's own last error line. A pip failure with no sdist stays unknown."""
+    from pyrepro import relax
+
+    problems = relax.diagnose(GDAL_NEEDS_GDAL_CONFIG)
+    assert [(p.kind, p.package) for p in problems] == [("build-failed", "gdal")]
+    assert "gdal 3.4.3: its setup.py failed while pip read its metadata" in problems[0].excerpt
+    assert "gdal_config_error: [Errno 2] No such file or directory" in problems[0].excerpt
+    assert problems[0].requirements == ("gdal==3.4.3",)
+    plain = "Collecting numpy\nERROR: Command errored out with exit status 1: python setup.py egg_info\n"
+    assert [p.kind for p in relax.diagnose(plain)] == ["unknown"]

@@ -539,6 +539,17 @@ def test_scan__conda_pytorch_channel_names__pypi_names_and_selectors_dropped(tmp
     assert "cpuonly" in said and "graphviz" in said
 
 
+def test_scan__conda_lmdb_is_the_c_library__python_lmdb_is_pypis_lmdb(tmp_path: Path) -> None:
+    """pocket2mol (corpus14 dev): a conda export lists lmdb=0.9.29 (the C library) and
+    python-lmdb=1.2.1 (the binding, PyPI's lmdb). The C library's version had been read as PyPI's
+    lmdb==0.9.29, which does not exist, and moved to lmdb 0.58."""
+    (tmp_path / "env.yml").write_text("name: x\ndependencies:\n  - python=3.8.13=h12debd9_0\n"
+                                      "  - lmdb=0.9.29=h2531618_0\n  - python-lmdb=1.2.1=py38h2531618_1\n")
+    (tmp_path / "run.py").write_text("import lmdb\n")
+    res = scan_path(tmp_path, cache=False)
+    assert [(d.name, d.spec) for d in res.declared if d.name == "lmdb"] == [("lmdb", "python-lmdb=1.2.1=py38h2531618_1")]
+
+
 def test_conda_form__build_after_a_space__is_not_read_as_conda_and_is_named_by_line() -> None:
     ms = metadata.parse_requirements_txt("numpy=1.2 =py36\nscipy=1.5=py37_0\n", "requirements.txt")
     assert [(d.name, d.spec) for d in ms.declared] == [("scipy", "scipy=1.5=py37_0")]

@@ -50,6 +50,7 @@ def test_resolver__names_that_differ_from_the_module__mapped() -> None:
     ("libgcc-ng", True), ("_openmp_mutex", True), ("pytorch-cuda", True), ("python_abi", True), ("qt-main", True),
     ("librosa", False), ("qtconsole", False), ("mkl-service", False), ("gstools", False), ("numpy", False),
     ("cpuonly", True), ("graphviz", True), ("python-graphviz", False), ("pytorch-cluster", False),
+    ("lmdb", True), ("python-lmdb", False),
 ])
 def test_conda_system_table__system_libraries_out_python_packages_in(name: str, system: bool) -> None:
     """environment.yml's conda list: system libraries and metapackages are never dependencies, Python

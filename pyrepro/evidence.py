@@ -359,7 +359,12 @@ def _stated(evidence: Sequence[Evidence], lo: str, hi: str, said: str) -> Python
             took = f"took the oldest, {chosen}" if chosen == versions[0] else \
                 f"took the oldest Python 3, {chosen} (Python 2 files beside Python 3 ones are leftovers)"
             targeted = [v for v in py3 if version_key(v) >= version_key(RELEASES[0][0])]
-            if best.kind == "notebook" and targeted:
+            top = _top_level_statement(same)
+            if best.kind != "notebook" and top is not None:
+                chosen = top
+                took = (f"took {chosen}, which the folder's top-level files state (files in its sub-folders "
+                        "speak for their part: examples, evaluation tools)")
+            elif best.kind == "notebook" and targeted:
                 # kernels the notebooks last ran on: the one most of them name (ties: the oldest),
                 # never one pyrepro cannot target when another is named (one notebook on 3.5.2
                 # among 3.7.1 and 3.6.8 ones: SMACT's examples)
@@ -372,6 +377,21 @@ def _stated(evidence: Sequence[Evidence], lo: str, hi: str, said: str) -> Python
                                 tuple(evidence))
         return PythonChoice(best.version, f"{best.location}: {best.text}{clash}", tuple(evidence))
     raise ValueError("no statement of a Python")
+
+
+def _top_level_statement(same: Sequence[Evidence]) -> str | None:
+    """The one Python 3 the shallowest of disagreeing statements (the folder's top-level files)
+    agree on while deeper ones state others, or None. hydrodl (corpus14 dev): README.md and
+    environment.yml say 3.10, whose pins (matplotlib==3.8.0) need >=3.9, and an example's
+    example/multiscale/hydroDL-rel.yml says 3.7; the oldest, 3.7, locked nothing. pocket2mol: the
+    top-level files say 3.8, evaluation/env_adt.yml 2.7."""
+    depth = {e: e.location.path.count("/") for e in same}
+    least = min(depth.values())
+    shallow = {e.version for e in same if depth[e] == least}
+    if len(shallow) != 1 or all(d == least for d in depth.values()):
+        return None
+    only = next(iter(shallow))
+    return only if only.startswith("3.") else None
 
 
 def _by_date(candidates: list[str], bound: str, lo: str, hi: str, said: str, pins: Sequence[tuple[str, str]],

@@ -232,6 +232,22 @@ def test_choose_python__disagreeing_pins__oldest_with_both_named() -> None:
     assert choice.version == "3.8" and "environment.yml:2" in choice.reason and "run.sh:3" in choice.reason
 
 
+def test_choose_python__disagreeing_pins__the_top_level_files_speak_for_the_folder() -> None:
+    """hydrodl (corpus14 dev): README.md and environment.yml at the top say 3.10 (whose pins need
+    >=3.9), an example's yml in a sub-folder 3.7: 3.10, said why. Top-level files that disagree among
+    themselves, or a Python 2 statement at the top, leave the oldest rule as it was."""
+    ev = [evidence.Evidence("3.10", "pin", Location("README.md", 11), "conda create -n x python=3.10"),
+          evidence.Evidence("3.10", "pin", Location("environment.yml", 142), "python=3.10.13=h955ad1f_0"),
+          evidence.Evidence("3.7", "pin", Location("example/multiscale/hydroDL-rel.yml", 51), "python=3.7.12")]
+    choice = evidence.choose_python(ev)
+    assert choice.version == "3.10" and "top-level files" in choice.reason
+    assert "example/multiscale/hydroDL-rel.yml:51" in choice.reason
+    split = [*ev[:1], evidence.Evidence("3.8", "pin", Location("run.sh", 2), "python=3.8"), ev[2]]
+    assert evidence.choose_python(split).version == "3.7"
+    py2_top = [evidence.Evidence("2.7", "pin", Location("environment.yml", 3), "python=2.7"), ev[2]]
+    assert evidence.choose_python(py2_top).version == "3.7"
+
+
 def test_init__python2_code__27_with_the_line(write_files: Write, tmp_path: Path) -> None:
     root = write_files({"sub/old.py": "import urllib2\nprint 'x'\n"})
     doc = _init(root / "sub", tmp_path / "models", "--offline")
@@ -545,3 +561,15 @@ def test_init__dockerfile_states_the_python(write_files: Write, tmp_path: Path, 
     root = write_files({"sub/Dockerfile": dockerfile, "sub/run.py": "import numpy\n"})
     doc = _init(root / "sub", tmp_path / "models", "--offline")
     assert doc["python"] == version and "Dockerfile" in doc["python_reason"]
+
+
+def test_init__top_level_environment_and_an_examples_env_disagree__top_level_python(
+        write_files: Write, tmp_path: Path) -> None:
+    """hydrodl (corpus14 dev), through `pyrepro init`: the folder's environment.yml says 3.10 and an
+    example's environment file in a sub-folder 3.7; the model's Python is 3.10, both named."""
+    root = write_files({"sub/run.py": "import numpy\n",
+                        "sub/environment.yml": "dependencies:\n  - python=3.10.13=h955ad1f_0\n  - numpy=1.26.0\n",
+                        "sub/example/multi/old.yml": "dependencies:\n  - python=3.7.12=hf930737_100_cpython\n"})
+    doc = _init(root / "sub", tmp_path / "models", "--offline")
+    assert doc["python"] == "3.10", doc["python_reason"]
+    assert "top-level files" in doc["python_reason"] and "example/multi/old.yml" in doc["python_reason"]

@@ -147,9 +147,11 @@ class BuildError(PyreproError):
 class SdistBuildError(BuildError):
     """Locked sdists that did not build: ``packages`` holds (name, version) of each."""
 
-    def __init__(self, message: str, *, packages: tuple[tuple[str, str], ...] = (), **kw: object) -> None:
+    def __init__(self, message: str, *, packages: tuple[tuple[str, str], ...] = (), slow: bool = False,
+                 **kw: object) -> None:
         super().__init__(message, **kw)  # type: ignore[arg-type]
         self.packages = packages
+        self.slow = slow  # stopped for taking longer than one sdist's build may take, not for failing
 
 
 class RunError(PyreproError):

@@ -383,6 +383,10 @@ def diagnose(text: str) -> tuple[Problem, ...]:
     needs = _uv_pin_needs_python(text)
     if needs is not None:
         add(needs)
+    elif not problems:
+        newer = _uv_needs_newer_python(text)
+        if newer is not None:
+            add(newer)
     for m in _UV_NO_VERSION.finditer(" ".join(text.split())):
         spec = (m.group(2) or "").rstrip(".,")
         add(Problem("not-found", package=canonicalize_name(m.group(1)),
@@ -548,6 +552,29 @@ def _uv_pin_needs_python(text: str) -> Problem | None:
             return Problem("pin-needs-python", package=name, requirements=(ours[name], f"{name}{op}{version}"),
                            excerpt=f"{m.group(0)}, which needs Python {py.group(2)} (target {py.group(1)})")
     return None
+
+
+_UV_OWN_NEEDS_PYTHON = re.compile(r"requested Python version \(([^)]*)\) does not satisfy Python\s*([^\s,]+) and "
+                                  r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:==|<=|>=)([^\s,]+) depends? on Python")
+
+
+def _uv_needs_newer_python(text: str) -> Problem | None:
+    """uv's explanation that a requirement of the project itself has no release for the target
+    Python, as every release it allows needs a newer one (hydrodl, corpus14 dev: matplotlib==3.8.0
+    needs >=3.9 on 3.7; stid: apache-tvm's releases all need >=3.10 on 3.9). It had been diagnosed
+    "unknown"; it is the requirement not found for this Python (``not-found``, the pin as
+    requirement when exact), which the repair planner moves (the Python, or a release for it)."""
+    flat = " ".join(text.split())
+    m = _UV_OWN_NEEDS_PYTHON.search(flat)
+    if m is None:
+        return None
+    name = canonicalize_name(m.group(3))
+    ours = {canonicalize_name(req_name(r.group(1))): r.group(1).rstrip(".") for r in _UV_REQUIRE.finditer(flat)}
+    if name not in ours:
+        return None
+    pin = ours[name] if pinned_version(ours[name]) is not None else ""
+    return Problem("not-found", package=name, requirements=(pin,) if pin else (),
+                   excerpt=f"{m.group(3)} {m.group(4)} needs Python {m.group(2)}; the target is {m.group(1)}")
 
 
 def _file_release(filename: str) -> tuple[str, str] | None:

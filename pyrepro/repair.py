@@ -116,6 +116,7 @@ class Situation:
     # resolves to nothing): "" when the lock did not fail that way
     lock_failed: str = ""
     sdists: tuple[tuple[str, str], ...] = ()  # locked sdists the last build could not build
+    sdists_slow: bool = False  # ... because their build ran past the time one sdist's build may take
     # sdist -> the declared requirements, none of them imported by the code, that alone bring it
     # into the lock (absent: an imported requirement needs it, or the lock does not say)
     unimported: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -538,8 +539,11 @@ def _sdist_by_date(s: Situation) -> RelockByDate | None:
     submission's date, once (rule ``sdist-by-date``). A release made after the code's time may
     claim a Python it no longer builds for: regex 2022.1.18 states no Requires-Python, and its
     sdist carries only its Python 3 C code, so on a Python 2 submission (whose date is bounded by
-    Python 2's end of life) gcc stops on ``Py_UCS1`` (crowdflower-relevance, corpus14 dev)."""
+    Python 2's end of life) gcc stops on ``Py_UCS1`` (crowdflower-relevance, corpus14 dev). Not
+    for a build stopped for its time (torch-scatter on 2 cores: hydrodl, corpus14 dev)."""
     if not s.dated or s.strategy != "as-declared" or any(m.kind in ("era", "era-of") for m in s.moves):
+        return None
+    if s.sdists_slow:  # a build too slow for this machine (PyG's extensions) is as slow from another day
         return None
     pkg, version = s.sdists[0]
     return RelockByDate(f"the locked sdist {pkg} {version} did not build on CPython {s.python} and no release or "

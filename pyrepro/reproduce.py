@@ -468,7 +468,7 @@ def _repair_lock(spec: Any, outcome: Any, paths: Paths, rec: dict[str, Any], mov
 def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple[str, str], ...] = (),
                imports: tuple[tuple[str, str, str], ...] = (), unlocked: tuple[tuple[str, str], ...] = (),
                lock_failed: str = "", unavailable: tuple[tuple[str, str, str], ...] = (),
-               clashes: Mapping[str, tuple[str, ...]] | None = None) -> Any:
+               clashes: Mapping[str, tuple[str, ...]] | None = None, sdists_slow: bool = False) -> Any:
     """What the repair planner needs to know of ``spec`` and its lock record (``repair.Situation``)."""
     from pyrepro import lock, repair
     from pyrepro.evidence import BOUND_ONLY, NO_EVIDENCE
@@ -506,6 +506,7 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
     return repair.Situation(python=spec.python, python_stated=not (spec.python_reason or "").startswith(NO_EVIDENCE),
                             python_reason=spec.python_reason or "", strategy=str(record.get("strategy", "")),
                             dated=spec.submitted is not None, online=online, sdists=tuple(sdists),
+                            sdists_slow=sdists_slow,
                             bound_only=(spec.submitted_reason or "").startswith(BOUND_ONLY),
                             unlocked=tuple(unlocked), lock_failed=lock_failed,
                             imports=tuple(imports), notes=spec.notes or "", moves=tuple(moves),
@@ -782,8 +783,8 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                 spec = new
                 continue
             except SdistBuildError as exc:
-                move = plan(_situation(spec, online=online, moves=moves, sdists=exc.packages), index=index,
-                            runner=runner)
+                move = plan(_situation(spec, online=online, moves=moves, sdists=exc.packages,
+                                       sdists_slow=exc.slow), index=index, runner=runner)
                 if isinstance(move, repair.GiveUp):
                     _lock_did_not_build(stages, exc)
                     stages.append(Stage("build", "failed", clock() - t0,

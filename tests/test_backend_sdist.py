@@ -528,6 +528,7 @@ def test_build_env__sdist_build_past_its_time__stopped_named_and_not_retried_wit
         local.build_env(spec, paths, runner=runner, platform="linux-x86_64", sdist_seconds=30)
     assert e.value.packages == (("torch-scatter", "2.1.1"),)
     assert "did not end within 30 s" in str(e.value) and "PYREPRO_SDIST_SECONDS" in (e.value.hint or "")
+    assert e.value.slow  # stopped for its time: no date relock (repair.sdists_slow)
     assert set(timeouts) == {30} and not any("--no-build-isolation" in a for a in builds)
     assert not list((paths.cache / "envs").glob("mini-*"))  # nothing half-built is left as an environment
 

@@ -1424,6 +1424,31 @@ def test_relax__a_pins_dependency_needs_a_newer_python__the_pin_moves_to_the_nea
     assert not [p for p in relax.diagnose(direct) if p.kind == "pin-needs-python"]
 
 
+def test_relax__the_projects_own_requirement_needs_a_newer_python__not_found_for_this_python() -> None:
+    """hydrodl (corpus14 dev): matplotlib==3.8.0 needs >=3.9 on a target of 3.7; stid: every release of
+    apache-tvm needs >=3.10 on 3.9. uv says so; it had been diagnosed "unknown" ("no relaxation rule
+    applies to unknown"). It is the requirement not found for this Python, with the exact pin, which
+    ``direct_not_found`` hands to the repair planner (a release or a Python for it)."""
+    from pyrepro import lockplan, relax
+
+    pin = ("  x No solution found when resolving dependencies:\n  `-> Because the requested Python version (>=3.7.1) "
+           "does not satisfy Python>=3.9 and matplotlib==3.8.0 depends on Python>=3.9, we can conclude that\n"
+           "      matplotlib==3.8.0 cannot be used. And because only matplotlib<=3.8.0 is available and you require "
+           "matplotlib==3.8.0, we can conclude that your requirements are unsatisfiable.\n")
+    probs = relax.diagnose(pin)
+    assert [(p.kind, p.package, p.requirements) for p in probs] == [("not-found", "matplotlib", ("matplotlib==3.8.0",))]
+    assert "needs Python >=3.9" in probs[0].excerpt and ">=3.7.1" in probs[0].excerpt
+    assert lockplan.direct_not_found(probs, ["numpy", "matplotlib==3.8.0"]) == [("matplotlib", "3.8.0",
+                                                                                  "matplotlib==3.8.0")]
+    bare = ("  x No solution found when resolving dependencies:\n  `-> Because the requested Python version (>=3.9) "
+            "does not satisfy Python>=3.10 and apache-tvm==0.25.0rc0 depends on Python>=3.10, we can conclude that "
+            "apache-tvm==0.25.0rc0 cannot be used. And because only apache-tvm==0.25.0rc0 is available and you "
+            "require apache-tvm, we can conclude that your requirements are unsatisfiable.\n")
+    assert [(p.kind, p.package, p.requirements) for p in relax.diagnose(bare)] == [("not-found", "apache-tvm", ())]
+    # a dependency's Python, not the project's own requirement: still the other problem
+    assert [p.kind for p in relax.diagnose(UV_RDKIT_PYTHON)] == ["pin-needs-python"]
+
+
 def test_lock_request__uv_first__a_pins_dependency_needs_a_newer_python__relocks_with_a_later_release(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Through lock_request, uv first (as reproduce locks): uv's explanation is read, the pin moves

@@ -450,7 +450,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                     raise SdistBuildError(
                         f"the build of the sdist{'s' if len(timed_out) > 1 else ''} {slow} of {spec.name} did not "
                         f"end within {cap:.0f} s, the time one sdist's build may take here, and was stopped",
-                        packages=named, hint="a release with a wheel for this Python, or another Python, avoids "
+                        packages=named, slow=True, hint="a release with a wheel for this Python, or another Python, avoids "
                         "the build; or allow more time with PYREPRO_SDIST_SECONDS")
                 mode = "without build isolation" if flags else ("with build isolation" if len(tries) > 1 else "")
                 failures.append(f"pip exit {res.returncode}{' ' + mode if mode else ''}:\n"

@@ -801,6 +801,19 @@ def test_reproduce__wheel_move_undone_by_the_relock__python_of_that_release(
     assert "3.9 is the newest older CPython with a wheel of scikit-learn 1.0.1" in doc["python_reason"]
 
 
+def _start_recording_lock(starts: list[str | None]) -> Any:
+    """A fake ``lock.lock_model`` that records the strategy each lock started from (None: as
+    declared) and locks: category 2 for a given start, else 1."""
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        starts.append(kw.get("start"))
+        return lock.LockOutcome(spec.name, 2 if kw.get("start") else 1, kw.get("start") or "as-declared", (), (), (),
+                                (), (), (), 1.0, spec.python, ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock",
+                                spec.dir / "lock.toml", "ok")
+
+    return fake_lock
+
+
 def test_reproduce__undated_sdist_that_does_not_build__relocked_by_its_upload_day_then_built(
         project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
     """perovskite-ordering (corpus4 dev), undated: torch-scatter 2.1.1 has no wheel anywhere and did
@@ -821,11 +834,7 @@ def test_reproduce__undated_sdist_that_does_not_build__relocked_by_its_upload_da
                         lambda url: json.dumps(listing).encode() if "torch-scatter" in url else None)
     starts: list[str | None] = []
 
-    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
-        starts.append(kw.get("start"))
-        return lock.LockOutcome(spec.name, 2 if kw.get("start") else 1, kw.get("start") or "as-declared", (), (), (),
-                                (), (), (), 1.0, spec.python, ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock",
-                                spec.dir / "lock.toml", "ok")
+    fake_lock = _start_recording_lock(starts)
 
     def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
         if spec.submitted is None:
@@ -865,11 +874,7 @@ def test_reproduce__python2_sdist_that_does_not_build__relocked_by_the_date_then
                         lambda url: json.dumps(listing).encode() if "/regex/" in url else None)
     starts: list[str | None] = []
 
-    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
-        starts.append(kw.get("start"))
-        return lock.LockOutcome(spec.name, 2 if kw.get("start") else 1, kw.get("start") or "as-declared", (), (), (),
-                                (), (), (), 1.0, spec.python, ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock",
-                                spec.dir / "lock.toml", "ok")
+    fake_lock = _start_recording_lock(starts)
 
     def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
         if starts[-1] != "date-bounded":
@@ -904,11 +909,7 @@ def _unfetchable_sources_world(monkeypatch: pytest.MonkeyPatch, modules: list[st
     from pyrepro import run as run_mod
     from pyrepro.backends import BuiltModel, local
 
-    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
-        starts.append(kw.get("start"))
-        return lock.LockOutcome(spec.name, 2 if kw.get("start") else 1, kw.get("start") or "as-declared", (), (), (),
-                                (), (), (), 1.0, spec.python, ("x",), 1, "sha256:0", None, spec.dir / "pdm.lock",
-                                spec.dir / "lock.toml", "ok")
+    fake_lock = _start_recording_lock(starts)
 
     def fake_build(spec, paths, **kw):  # type: ignore[no-untyped-def]
         seen.append(tuple(e.name for e in spec.extra_sources))

@@ -670,6 +670,11 @@ def _relock_or_restore(spec: Any, change: Callable[[], object], paths: Paths, *,
 
     kept = {f: f.read_text(encoding="utf-8") for f in (spec.path, spec.dir / "pyproject.toml", spec.dir / "pdm.lock",
                                                        spec.dir / "lock.toml") if f.is_file()}
+    if start is None and _strategy_of(kept.get(spec.dir / "lock.toml")) == "date-bounded":
+        # a relock after a move keeps the date bound an earlier move chose (skip-thoughts, corpus14
+        # held: a provider's relock went back to the newest releases, and with them to regex
+        # 2022.1.18, whose sdist the date relock had just moved away from)
+        start = "date-bounded"
     change()
     new = parse_model(spec.path)
     try:
@@ -687,6 +692,16 @@ def _relock_or_restore(spec: Any, change: Callable[[], object], paths: Paths, *,
                 f.unlink()
         return None, None
     return new, outcome
+
+
+def _strategy_of(record_text: str | None) -> str:
+    """The strategy a lock.toml's text records ("" when none or unreadable)."""
+    import tomllib
+
+    try:
+        return str(tomllib.loads(record_text or "").get("strategy", ""))
+    except tomllib.TOMLDecodeError:
+        return ""
 
 
 def _lock_text(spec: Any) -> str | None:

@@ -900,6 +900,31 @@ def test_reproduce__python2_sdist_that_does_not_build__relocked_by_the_date_then
     assert "relocked with nothing newer than the submission's date" in said and "sdist-by-date" in said
 
 
+def test_relock_or_restore__after_a_date_bounded_lock__the_relock_keeps_the_date_bound(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """skip-thoughts (corpus14 held): sdist-by-date relocked with nothing newer than the date; the
+    import check then added a provider, and that relock started as declared again, so regex
+    2022.1.18 came back and the build gave up. A relock after a move (providers, a dropped clash)
+    keeps the replaced lock's date bound; after an as-declared lock it starts as before."""
+    from pyrepro.cli import main
+    from pyrepro.registry import parse_model
+
+    root = write_files({"sub/run.py": "import numpy\n"})
+    assert main(["init", str(root / "sub"), "--name", "sub", "--offline"]) == 0
+    spec = parse_model(project / "models" / "sub" / "model.toml")
+    starts: list[str | None] = []
+    monkeypatch.setattr(lock, "lock_model", _start_recording_lock(starts))
+    for strategy, want in (("date-bounded", "date-bounded"), ("as-declared", None)):
+        (spec.dir / "lock.toml").write_text(f'schema = 1\nstrategy = "{strategy}"\n')
+        new, outcome = reproduce._relock_or_restore(spec, lambda: None, Paths.discover(), runner=None,
+                                                    progress=None, lock_timeout=None)
+        assert new is not None and outcome is not None and starts[-1] == want
+    # a start the move asks for is kept
+    reproduce._relock_or_restore(spec, lambda: None, Paths.discover(), runner=None, progress=None,
+                                 lock_timeout=None, start="relaxed")
+    assert starts[-1] == "relaxed"
+
+
 def _unfetchable_sources_world(monkeypatch: pytest.MonkeyPatch, modules: list[str],
                                 starts: list[Any], seen: list[tuple[str, ...]]) -> None:
     """A fake lock (``starts``: the strategy each lock started from) and build (``seen``: the extra

@@ -387,6 +387,9 @@ def diagnose(text: str) -> tuple[Problem, ...]:
         newer = _uv_needs_newer_python(text)
         if newer is not None:
             add(newer)
+    for m in _UV_NOT_IN_REGISTRY.finditer(" ".join(text.split())):
+        # a name the index has no project of (neural-holography, corpus14 held: FLIR's PyCapture2)
+        add(Problem("not-found", package=canonicalize_name(m.group(1)), excerpt=m.group(0)[:200]))
     for m in _UV_NO_VERSION.finditer(" ".join(text.split())):
         spec = (m.group(2) or "").rstrip(".,")
         add(Problem("not-found", package=canonicalize_name(m.group(1)),
@@ -503,6 +506,7 @@ _UV_DEPENDS = re.compile(r"(?:all versions of|only|every version of)?\s*([A-Za-z
 # skipped; the version asked for is kept when it is exact)
 _UV_NO_VERSION = re.compile(r"there (?:is no version|are no versions) of\s+([A-Za-z0-9][A-Za-z0-9._-]*)"
                             r"(?:\{[^}]*\})?(==[^\s,]+)?")
+_UV_NOT_IN_REGISTRY = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*) was not found in the package registry")
 _UV_REQUIRE = re.compile(r"you require\s+([A-Za-z0-9][A-Za-z0-9._\[\]-]*[^\s,]*)")
 
 

@@ -1449,6 +1449,17 @@ def test_relax__the_projects_own_requirement_needs_a_newer_python__not_found_for
     assert [p.kind for p in relax.diagnose(UV_RDKIT_PYTHON)] == ["pin-needs-python"]
 
 
+def test_relax__uv_no_project_in_the_registry__not_found_not_unknown() -> None:
+    """neural-holography (corpus14 held): FLIR's PyCapture2 is no PyPI project; uv says "pycapture2 was
+    not found in the package registry", which had been diagnosed "unknown"."""
+    from pyrepro import relax
+
+    text = ("  x No solution found when resolving dependencies:\n  `-> Because pycapture2 was not found in the package"
+            " registry and you require pycapture2==2.13.61, we can conclude that your requirements are\n"
+            "      unsatisfiable.\n")
+    assert [(p.kind, p.package) for p in relax.diagnose(text)] == [("not-found", "pycapture2")]
+
+
 def test_lock_request__uv_first__a_pins_dependency_needs_a_newer_python__relocks_with_a_later_release(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Through lock_request, uv first (as reproduce locks): uv's explanation is read, the pin moves

@@ -1458,6 +1458,11 @@ def test_relax__uv_no_project_in_the_registry__not_found_not_unknown() -> None:
             " registry and you require pycapture2==2.13.61, we can conclude that your requirements are\n"
             "      unsatisfiable.\n")
     assert [(p.kind, p.package) for p in relax.diagnose(text)] == [("not-found", "pycapture2")]
+    # equidock (corpus14 held): its README lists import names ("ot==0.7.0"); ot is POT's module, so
+    # the not-found name is renamed to its distribution
+    ot = text.replace("pycapture2", "ot").replace("2.13.61", "0.7.0")
+    step = relax.relax(ot, ("ot==0.7.0", "numpy"))
+    assert step is not None and (step.rule, step.after) == ("rename", "pot==0.7.0")
 
 
 def test_lock_request__uv_first__a_pins_dependency_needs_a_newer_python__relocks_with_a_later_release(

@@ -670,7 +670,7 @@ def _relock_or_restore(spec: Any, change: Callable[[], object], paths: Paths, *,
 
     kept = {f: f.read_text(encoding="utf-8") for f in (spec.path, spec.dir / "pyproject.toml", spec.dir / "pdm.lock",
                                                        spec.dir / "lock.toml") if f.is_file()}
-    if start is None and _strategy_of(kept.get(spec.dir / "lock.toml")) == "date-bounded":
+    if start is None and _record_strategy(spec.dir) == "date-bounded":
         # a relock after a move keeps the date bound an earlier move chose (skip-thoughts, corpus14
         # held: a provider's relock went back to the newest releases, and with them to regex
         # 2022.1.18, whose sdist the date relock had just moved away from)
@@ -694,13 +694,13 @@ def _relock_or_restore(spec: Any, change: Callable[[], object], paths: Paths, *,
     return new, outcome
 
 
-def _strategy_of(record_text: str | None) -> str:
-    """The strategy a lock.toml's text records ("" when none or unreadable)."""
-    import tomllib
+def _record_strategy(model_dir: Path) -> str:
+    """The strategy the model's lock.toml records ("" when none or unreadable)."""
+    from pyrepro import lock
 
     try:
-        return str(tomllib.loads(record_text or "").get("strategy", ""))
-    except tomllib.TOMLDecodeError:
+        return str((lock.read_record(model_dir) or {}).get("strategy", ""))
+    except PyreproError:
         return ""
 
 

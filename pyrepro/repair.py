@@ -37,6 +37,8 @@ far and the facts looked up) and ``next_move`` returns exactly one move:
 - ``LookUp``: the decision needs facts first (release lists with wheels, whether a release has a
   wheel for a Python, upload days, which interpreters exist); the caller looks them up,
   ``Facts.learn``s them and asks again;
+- ``AcceptBranches``: nothing more to try, and every module that still fails is imported only
+  under a run-time ``if`` (``accept_branches``): the import check passes and names them;
 - ``GiveUp``: nothing more to try, with the reason and the next step a person would take.
 
 The situations are, in this order: extra sources the build could not find (``unavailable``), a lock that failed because the resolver found no release of an
@@ -49,7 +51,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from packaging.utils import canonicalize_name
@@ -141,6 +143,9 @@ class Situation:
     # top-level module -> the installed distributions that all ship it (two or more: one's files
     # overwrote the other's), for the modules of the last import check
     clashes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # checked module -> where it is imported, for modules imported only under a run-time ``if``
+    # (``run.branch_only_modules``)
+    branches: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -236,6 +241,18 @@ class SourceToIndex:
 
 
 @dataclass(frozen=True)
+class AcceptBranches:
+    """The import check passes: every module that still fails is imported only under a run-time
+    condition (the code runs without it when that branch is not taken), and another module
+    imports. ``modules``: (module, where, its failure)."""
+    modules: tuple[tuple[str, str, str], ...]
+
+    @property
+    def summary(self) -> str:
+        return "; ".join(f"{m} ({where}): {msg[:120]}" for m, where, msg in self.modules)
+
+
+@dataclass(frozen=True)
 class GiveUp:
     reason: str  # why nothing more is tried ("" when the failure speaks for itself)
     hint: str = ""  # the next step a person would take ("" : the failure's own hint)
@@ -243,7 +260,7 @@ class GiveUp:
 
 Move = (PinWheels | MovePython | RelockByDate | RelockByEra | AddProviders | PinProvider | SourceToIndex | DropClash
         | LookUp
-        | GiveUp)
+        | AcceptBranches | GiveUp)
 
 
 class _Need(Exception):
@@ -831,6 +848,9 @@ def _after_imports(s: Situation) -> Move:
         move = _imports_older_python(s, inside)
         if move is not None:
             return move
+    accepted = accept_branches(s.imports, s.branches)
+    if accepted is not None:
+        return accepted
     first = bad[0]
     known = re.search(rf"unresolved import {re.escape(first[0])}: ([^\n]+)", s.notes or "")
     top = first[0].split(".")[0]
@@ -854,6 +874,21 @@ def _after_imports(s: Situation) -> Move:
         hint = ("pin the failing distribution to a release of the submission's time in model.toml "
                 "([[dependencies.pins]]), relock and rerun")
     return GiveUp(f"{len(bad)} of {len(s.imports)} modules fail to import: {first[0]}: {first[2][:200]}", hint)
+
+
+def accept_branches(rows: Sequence[tuple[str, str, str]], branches: Mapping[str, str]) -> AcceptBranches | None:
+    """The import check's verdict when only modules imported under a run-time condition fail
+    (pocket2mol's ``from apex import amp`` under ``if use_apex``, stid's ``import tvm`` in one
+    architecture's branch): it passes, naming them, when at least one other module imports. A
+    module imported anywhere unconditionally, a failure of the probe itself ("*") or a check where
+    nothing imports is never accepted."""
+    bad = [r for r in rows if r[1] != "ok"]
+    if not bad or not any(r[1] == "ok" for r in rows):
+        return None
+    where = [branches.get(r[0]) or branches.get(r[0].split(".")[0]) for r in bad]
+    if not all(where):
+        return None
+    return AcceptBranches(tuple((r[0], w, r[2]) for r, w in zip(bad, where)))  # type: ignore[misc]
 
 
 # how installed code says at import time that a shared library of the system is missing

@@ -468,7 +468,8 @@ def _repair_lock(spec: Any, outcome: Any, paths: Paths, rec: dict[str, Any], mov
 def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple[str, str], ...] = (),
                imports: tuple[tuple[str, str, str], ...] = (), unlocked: tuple[tuple[str, str], ...] = (),
                lock_failed: str = "", unavailable: tuple[tuple[str, str, str], ...] = (),
-               clashes: Mapping[str, tuple[str, ...]] | None = None, sdists_slow: bool = False) -> Any:
+               clashes: Mapping[str, tuple[str, ...]] | None = None, sdists_slow: bool = False,
+               branches: Mapping[str, str] | None = None) -> Any:
     """What the repair planner needs to know of ``spec`` and its lock record (``repair.Situation``)."""
     from pyrepro import lock, repair
     from pyrepro.evidence import BOUND_ONLY, NO_EVIDENCE
@@ -515,7 +516,7 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
                             installed=installed, locked=locked, unimported=_unimported_only(spec, sdists),
                             unavailable=tuple(unavailable),
                             imported=frozenset(canonicalize_name(d) for d in spec.dependencies.scanned),
-                            clashes=dict(clashes or {}))
+                            clashes=dict(clashes or {}), branches=dict(branches or {}))
 
 
 def _recorded_step(step: dict[str, Any]) -> str:
@@ -867,6 +868,7 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
         t0 = clock()
         progress.begin(f"reproduce {name}: import check")
         relocked = False
+        accepted: Any = None  # repair.AcceptBranches: failing modules imported only under a run-time if
         try:
             from pyrepro import run as run_mod
 
@@ -885,7 +887,12 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                 # shipping theano, whose own import passes)
                 clashes = run_mod.module_owners(built, [r[0] for r in rows])
                 move = plan(_situation(spec, online=online, moves=moves, imports=tuple(tuple(r) for r in rows),
-                                       clashes=clashes), index=index, runner=runner, before=spec.submitted)
+                                       clashes=clashes, branches=run_mod.branch_only_modules(spec, built)),
+                            index=index, runner=runner, before=spec.submitted)
+                if isinstance(move, repair.AcceptBranches):
+                    accepted = move
+                    rec["imports_accepted"] = [list(m) for m in move.modules]
+                    break
                 if isinstance(move, repair.AddProviders):
                     new, outcome = _relock_with_providers(spec, move, paths, runner=runner, progress=progress,
                                                           lock_timeout=_lock_timeout(rec, lock_timeout))
@@ -979,8 +986,12 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                 return done(exc3)
             if relocked:
                 continue
-            stages.append(Stage("imports", "ok", clock() - t0, f"{len(rows)} modules import: "
-                                + ", ".join(r[0] for r in rows[:8]) + (" ..." if len(rows) > 8 else "")
+            good = [r for r in rows if r[1] == "ok"]
+            stages.append(Stage("imports", "ok", clock() - t0, f"{len(good)} modules import: "
+                                + ", ".join(r[0] for r in good[:8]) + (" ..." if len(good) > 8 else "")
+                                + (f"; {len(accepted.modules)} imported only under a run-time condition do not, and "
+                                   f"the code runs without them when that branch is not taken: {accepted.summary}"
+                                   if accepted else "")
                                 + (f"; not checked: {'; '.join(aside)}" if (aside := run_mod.unchecked_modules(
                                     spec, built)) else "")))
         except PyreproError as exc:

@@ -623,12 +623,19 @@ def unchecked_modules(spec: ModelSpec, built: BuiltModel) -> list[str]:
     return _import_plan(spec, built)[1]
 
 
+def branch_only_modules(spec: ModelSpec, built: BuiltModel) -> dict[str, str]:
+    """Checked module -> where it is imported, for each module every one of whose required imports
+    sits under a run-time ``if`` ("train.py:45 (under `args.use_apex`)"): the code runs without it
+    when that branch is not taken (``scan.ImportRecord.branch``)."""
+    return _import_plan(spec, built)[2]
+
+
 #: the last plan, keyed by what it was computed from: the import stage asks for the modules and
 #: then for what was left out, of one staged source (content-addressed), and is answered by one scan
-_LAST_PLAN: list[tuple[tuple[str, ...], tuple[list[str], list[str]]]] = []
+_LAST_PLAN: list[tuple[tuple[str, ...], tuple[list[str], list[str], dict[str, str]]]] = []
 
 
-def _import_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[str]]:
+def _import_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[str], dict[str, str]]:
     key = (built.src_key, str(built.src_dir), str(built.runtime_dir), spec.python, repr(spec.module_mapping),
            repr(spec.dependencies.remove))
     if _LAST_PLAN and _LAST_PLAN[0][0] == key:
@@ -638,15 +645,15 @@ def _import_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[st
     return plan
 
 
-def _scan_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[str]]:
+def _scan_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[str], dict[str, str]]:
     try:
         from pyrepro.scan import scan_path
     except ImportError:  # the scanner is optional here: the distributions' modules still get imported
-        return [], []
+        return [], [], {}
     try:
         res = scan_path(built.src_dir, python=spec.python, mapping=spec.module_mapping)
     except Exception:  # a scan failure must not hide the import check; distributions are still checked
-        return [], []
+        return [], [], {}
     from packaging.utils import canonicalize_name
 
     runtime = {p.stem for p in built.runtime_dir.iterdir()} if built.runtime_dir.is_dir() else set()
@@ -659,6 +666,7 @@ def _scan_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[str]
 
     out: set[str] = set()
     left_out: list[str] = []
+    branches: dict[str, str] = {}
     for r in res.imports:
         dist = r.distribution or r.guess or (r.module if r.resolved_with == "unresolved" else None)
         if not dist or r.optional or r.module in runtime or canonicalize_name(dist) in removed:
@@ -669,7 +677,9 @@ def _scan_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[str]
                             f"provides it)")
             continue
         out.add(r.module)
-    return sorted(out), left_out
+        if r.branch:
+            branches[r.module] = r.branch
+    return sorted(out), left_out, branches
 
 
 def check_imports(spec: ModelSpec, built: BuiltModel, *, modules: Sequence[str] = (),

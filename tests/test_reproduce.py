@@ -1641,3 +1641,70 @@ def test_reproduce_cli__uv_first__real_index__locked_from_uvs_resolution_built_i
     record = (project / "models" / "uvm" / "lock.toml").read_text()
     assert 'resolver = "uv"' in record and lock.UV_FIRST_WHY in record
     assert lock.check_lock_dir(project / "models" / "uvm") == []
+
+
+def _branch_world(monkeypatch: pytest.MonkeyPatch, src: Path, failing: set[str]) -> list[str]:
+    """reproduce with a lock and build that work, the staged source being ``src`` itself (the real
+    scan reads it), and an import check where the modules of ``failing`` do not import."""
+    from pyrepro import run as run_mod
+    from pyrepro.backends import BuiltModel, local
+
+    locks: list[str] = []
+
+    def fake_lock(spec, paths, **kw):  # type: ignore[no-untyped-def]
+        locks.append(spec.python)
+        return _lock_outcome(spec)
+
+    _fake_pipeline(monkeypatch, fake_lock)
+    monkeypatch.setattr(local, "build", lambda spec, paths, **kw: BuiltModel(
+        spec.name, "local", paths.cache / "env", "k" * 20, src, paths.cache / "rt", "s" * 20,
+        paths.cache / "launch", "3.10.13", True, True, 0.1))
+    monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, modules=(), **kw: [
+        (m, "error", f"ModuleNotFoundError: No module named '{m}'") if m in failing else (m, "ok", "")
+        for m in modules])
+    return locks
+
+
+def test_reproduce_cli__only_a_module_under_a_run_time_if_fails__imports_pass_naming_it(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """pocket2mol (corpus14 dev): ``from apex import amp`` under ``if args.use_apex`` (NVIDIA Apex is
+    on no index). Nothing provides apex; the import check passes, and says that apex does not import,
+    where it is imported and under which condition."""
+    root = write_files({"sub/train.py": "import numpy\nif args.use_apex:\n    from apex import amp\n",
+                        "sub/metadata.json": json.dumps({"date_submitted": "06-01-2022"})})
+    locks = _branch_world(monkeypatch, root / "sub", failing={"apex"})
+    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json", "--offline"])
+    rec = _json(capsys)
+    assert code == 0, rec
+    row = next(s for s in rec["stages"] if s["stage"] == "imports")
+    assert row["status"] == "ok" and row["detail"].startswith("1 modules import: numpy; 1 imported only under a "
+                                                              "run-time condition do not")
+    assert "apex (train.py:3 (under `args.use_apex`)): ModuleNotFoundError: No module named 'apex'" in row["detail"]
+    assert len(locks) == 1  # no relock was tried for it
+
+
+def test_reproduce_cli__the_same_module_also_imported_unconditionally__imports_fail(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_files({"sub/train.py": "import numpy\nif args.use_apex:\n    from apex import amp\n",
+                        "sub/infer.py": "import apex\n",
+                        "sub/metadata.json": json.dumps({"date_submitted": "06-01-2022"})})
+    _branch_world(monkeypatch, root / "sub", failing={"apex"})
+    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json", "--offline"])
+    rec = _json(capsys)
+    row = next(s for s in rec["stages"] if s["stage"] == "imports")
+    assert code != 0 and row["status"] == "failed" and "1 of 2 modules fail to import: apex" in row["detail"]
+
+
+def test_reproduce_cli__nothing_imports_but_a_branch_module__imports_fail(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """An environment where nothing imports proves nothing, branch or not."""
+    root = write_files({"sub/train.py": "if args.use_apex:\n    from apex import amp\n",
+                        "sub/metadata.json": json.dumps({"date_submitted": "06-01-2022"})})
+    _branch_world(monkeypatch, root / "sub", failing={"apex"})
+    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json", "--offline"])
+    rec = _json(capsys)
+    row = next(s for s in rec["stages"] if s["stage"] == "imports")
+    assert code != 0 and row["status"] == "failed" and "apex" in row["detail"]

@@ -186,6 +186,45 @@ def test_scan__three_kinds__required_optional_conditional(write_files: Write,
     assert kinds["numpy"] == "required" and kinds["ujson"] == "optional" and kinds["win32api"] == "conditional"
 
 
+def test_scan__imports_under_a_run_time_if__still_required_and_located_with_the_condition(
+        write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
+    """An import under a run-time ``if`` (a flag, an architecture's name) stays a requirement (the
+    environment should have it) and says which branch it needs; the main guard, platform guards and
+    an unconditional import elsewhere are not branches."""
+    root = write_files({"train.py": """
+        import sys
+        import numpy
+        if args.use_apex:
+            from apex import amp
+        elif args.model == "tvm":
+            import tvm
+        else:
+            import torch
+        def build(name):
+            if name in ("graph", "gcn"):
+                if True:
+                    import networkx
+            import scipy
+        if sys.platform == "win32":
+            import win32api
+        if __name__ == "__main__":
+            import pandas
+        if args.plot:
+            import matplotlib
+    """, "plot.py": "import matplotlib.pyplot as plt\n"})
+    out = scan_json(root, capsys)
+    branch = {i["module"]: i.get("branch") for i in out["imports"]}
+    assert branch["apex"] == "train.py:4 (under `args.use_apex`)"
+    assert branch["tvm"] == "train.py:6 (under `args.model == 'tvm'`)"
+    assert branch["torch"] == "train.py:8 (under `not (args.model == 'tvm')`)"
+    assert branch["networkx"] == "train.py:12 (under `True`)"
+    for unconditional in ("numpy", "scipy", "pandas", "matplotlib", "win32api"):
+        assert branch[unconditional] is None, unconditional  # plot.py imports matplotlib unconditionally
+    kinds = {i["module"]: i["kind"] for i in out["imports"]}
+    assert kinds["apex"] == kinds["tvm"] == kinds["torch"] == "required" and kinds["win32api"] == "conditional"
+    assert {"torch", "networkx", "numpy", "scipy", "pandas", "matplotlib"} <= set(out["required"])
+
+
 def test_scan__required_somewhere__wins_over_optional(write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
     root = write_files({"a.py": "try:\n    import yaml\nexcept ImportError:\n    yaml = None\n",
                         "run.py": "import yaml\n"})

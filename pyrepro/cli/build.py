@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
     ) -> None:
         """Import every module the scan found, and every module of the model's distributions, in its environment."""
-        from pyrepro import run
+        from pyrepro import repair, run
         from pyrepro.backends import local
         from pyrepro.errors import BuildError
         from pyrepro.paths import Paths
@@ -91,7 +91,10 @@ def register(app: typer.Typer) -> None:
         spec = load_registry(paths.models).get(name)
         built = local.build(spec, paths, progress=CliProgress(enabled=not as_json))
         rows = run.check_imports(spec, built)
-        rec = {"model": spec.name, "env_key": built.env_key, "results": [list(r) for r in rows]}
+        bad = [r for r in rows if r[1] != "ok"]
+        accepted = repair.accept_branches(rows, run.branch_only_modules(spec, built)) if bad else None
+        rec = {"model": spec.name, "env_key": built.env_key, "results": [list(r) for r in rows],
+               "accepted": [list(m) for m in accepted.modules] if accepted else []}
         out = paths.cache / "imports" / f"{spec.name}.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(f".{out.name}.{os.getpid()}")
@@ -106,8 +109,11 @@ def register(app: typer.Typer) -> None:
                              "third-party import and the model has no distributions)",
                              hint=f"check that models/{spec.name}/model.toml points at the model's code "
                                   "([source] subdir, [dependencies] scanned)")
-        bad = [r for r in rows if r[1] != "ok"]
-        if bad:
+        if accepted is not None:  # the same verdict as reproduce's import stage
+            if not as_json:
+                typer.echo(f"imported only under a run-time condition, and the code runs without them when that "
+                           f"branch is not taken: {accepted.summary}")
+        elif bad:
             raise BuildError(f"{len(bad)} of {len(rows)} modules fail to import in {spec.name}'s environment")
 
     @app.command("run")

@@ -54,7 +54,7 @@ from pyrepro.types import Location
 SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules", ".venv", "venv", ".tox", ".mypy_cache"}
 MAX_BYTES = 20_000_000
 # Bump when extraction changes what it returns: the per-file cache is keyed by it.
-EXTRACT_VERSION = "5"
+EXTRACT_VERSION = "6"
 SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch", ".job", ".pbs")
 PARALLEL_MIN_BYTES = 2_000_000  # below this, worker start-up costs more than it saves
 FAST_MIN_BYTES = 2_000_000  # from this much Python on, the fast reader (fastpy) is used unless thorough
@@ -108,6 +108,7 @@ class FoundImport:
     optional: bool
     marker: str | None
     dynamic: bool = False
+    branch: str | None = None  # the run-time ``if`` condition it sits under (python.RawImport.branch)
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,9 @@ class ImportRecord:
     note: str = ""
     marker: str | None = None  # for kind == "conditional"
     guess: str | None = None  # for identity guesses: the distribution name guessed
+    # required, but every required occurrence sits under a run-time ``if`` (not a platform guard):
+    # "path:line (under `condition`)" of the first; None when one occurrence is unconditional
+    branch: str | None = None
 
     @property
     def optional(self) -> bool:
@@ -167,7 +171,7 @@ class ImportRecord:
     def to_json(self) -> dict[str, Any]:
         return {"module": self.module, "distribution": self.distribution, "resolved_with": self.resolved_with,
                 "kind": self.kind, "marker": self.marker, "optional": self.kind == "optional",
-                "locations": [loc.to_json() for loc in self.locations]}
+                "locations": [loc.to_json() for loc in self.locations]} | ({"branch": self.branch} if self.branch else {})
 
 
 @dataclass(frozen=True)
@@ -411,7 +415,8 @@ def _code_payload(parsed: pysrc.Parsed, cell: int | None, out: dict[str, list[An
     for imp in parsed.imports:
         if imp.relative or not imp.module:
             continue
-        out["imports"].append([imp.module, list(imp.names), imp.line, cell, imp.optional, imp.marker, imp.dynamic])
+        out["imports"].append([imp.module, list(imp.names), imp.line, cell, imp.optional, imp.marker, imp.dynamic,
+                               imp.branch])
     for line, msg in parsed.warnings:
         out["warnings"].append([line, cell, msg])
     for line, ev in parsed.python2:
@@ -533,8 +538,8 @@ def _facts(src: SourceFile, payload: dict[str, Any]) -> FileFacts:
         return Location(rel, line, cell)
 
     docs = docs_config(rel)  # a Sphinx conf.py: its imports build the documentation, not the model
-    imports = tuple(FoundImport(m, tuple(names), loc(line, cell), bool(opt) or docs, marker, bool(dyn))
-                    for m, names, line, cell, opt, marker, dyn in payload["imports"])
+    imports = tuple(FoundImport(m, tuple(names), loc(line, cell), bool(opt) or docs, marker, bool(dyn), branch)
+                    for m, names, line, cell, opt, marker, dyn, branch in payload["imports"])
     commands = tuple(FoundCommand(tool, tuple(argv), loc(line, cell)) for tool, argv, line, cell in payload["commands"])
     declared: list[meta.Declared] = []
     warnings = [Warning_(loc(line, cell), msg) for line, cell, msg in payload["warnings"]]
@@ -1122,6 +1127,16 @@ def _kind_of(occurrences: Sequence[FoundImport]) -> tuple[str, str | None]:
     return "optional", None
 
 
+def _branch_of(occurrences: Sequence[FoundImport]) -> str | None:
+    """Where a required import sits under a run-time condition, when every required occurrence
+    does ("train.py:12 (under `args.use_apex`)"); None when one is unconditional."""
+    required = sorted((o for o in occurrences if not o.optional and o.marker is None),
+                      key=lambda o: _loc_key(o.location))
+    if not required or any(o.branch is None for o in required):
+        return None
+    return f"{required[0].location} (under `{required[0].branch}`)"
+
+
 def resolve(classified: Classified, resolver: Resolver) -> tuple[tuple[ImportRecord, ...], tuple[LocalModule, ...],
                                                                  tuple[Warning_, ...]]:
     """Third-party imports -> distributions, by kind; returns (records, local modules, warnings)."""
@@ -1173,7 +1188,8 @@ def resolve(classified: Classified, resolver: Resolver) -> tuple[tuple[ImportRec
         kind, marker = _kind_of(occ)
         guess = res.distribution if res.resolved_with == "identity-guess" else None
         dist = None if guess else res.distribution
-        records.append(ImportRecord(key, dist, res.resolved_with, kind, locs, res.note, marker, guess))
+        records.append(ImportRecord(key, dist, res.resolved_with, kind, locs, res.note, marker, guess,
+                                    _branch_of(occ) if kind == "required" else None))
     local.sort(key=lambda m: m.module)
     return tuple(records), tuple(local), tuple(warnings)
 

@@ -47,6 +47,10 @@ class RawImport:
     dynamic: bool = False
     names: tuple[str, ...] = ()  # ``from module import a, b``: ("a", "b") (namespace packages need them)
     marker: str | None = None  # PEP 508 marker of the platform/version guard around the import
+    # the run-time condition of the innermost ``if`` around the import (``args.use_apex``), when it
+    # is not a platform guard, ``TYPE_CHECKING`` or the main guard: the code runs without the import
+    # when that branch is not taken (pocket2mol's ``from apex import amp`` under ``if use_apex``)
+    branch: str | None = None
 
 
 @dataclass(frozen=True)
@@ -286,6 +290,7 @@ class _Visitor(ast.NodeVisitor):
         self.warnings: list[tuple[int | None, str]] = []
         self.python2: list[tuple[int, str]] = []
         self.markers: list[markers.Marker] = []  # platform/version guards around the current statement
+        self.branches: list[str] = []  # run-time conditions of the ``if`` statements around it
         self.syspath: list[tuple[int, str]] = []
         self.main_guard = False
         # name -> [(line, string value)] of simple assignments (cmd = 'zip ...'), in line order
@@ -296,6 +301,9 @@ class _Visitor(ast.NodeVisitor):
         for m in self.markers:
             joined = markers.join(joined, m)
         return markers.render(joined) if joined is not None else None
+
+    def branch(self) -> str | None:
+        return self.branches[-1] if self.branches else None
 
     def string_at(self, name: str, line: int) -> str | None:
         """The value a name was last assigned before ``line`` (None if unknown)."""
@@ -334,7 +342,8 @@ class _Visitor(ast.NodeVisitor):
     def visit_Import(self, node: ast.Import) -> None:
         marker = self.marker_text()
         for alias in node.names:
-            self.imports.append(RawImport(alias.name, self._line(node), self.optional > 0, marker=marker))
+            self.imports.append(RawImport(alias.name, self._line(node), self.optional > 0, marker=marker,
+                                          branch=self.branch()))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         names = tuple(a.name for a in node.names if a.name != "*")
@@ -343,7 +352,7 @@ class _Visitor(ast.NodeVisitor):
                                           names=names))
         elif node.module:
             self.imports.append(RawImport(node.module, self._line(node), self.optional > 0, names=names,
-                                          marker=self.marker_text()))
+                                          marker=self.marker_text(), branch=self.branch()))
 
     def visit_Call(self, node: ast.Call) -> None:
         self.visit_Call_only(node)
@@ -523,6 +532,14 @@ def _walk_statements(v: _Visitor, body: list[ast.stmt], hot: frozenset[int] = fr
             continue
         if isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
             v.main_guard = True
+        elif isinstance(stmt, ast.If):  # a run-time condition: its imports are needed only on that branch
+            _calls_in_header(v, stmt, hot)
+            v.branches.append(_condition_text(stmt.test))
+            _walk_statements(v, stmt.body, hot)
+            v.branches[-1] = f"not ({v.branches[-1]})"
+            _walk_statements(v, stmt.orelse, hot)
+            v.branches.pop()
+            continue
         if isinstance(stmt, (ast.With, ast.AsyncWith)) and any(_suppresses_import_error(i.context_expr)
                                                               for i in stmt.items):
             v.optional += 1
@@ -564,6 +581,16 @@ def _calls_in_header(v: _Visitor, stmt: ast.stmt, hot: frozenset[int]) -> None:
                 for n in node:
                     if isinstance(n, ast.AST):
                         _calls_in(v, n)
+
+
+def _condition_text(test: ast.expr) -> str:
+    """An ``if`` test as written, shortened to a line (``args.use_apex``)."""
+    try:
+        text = ast.unparse(test)
+    except Exception:  # pragma: no cover - unparse handles every expression a parse gives
+        text = type(test).__name__
+    text = " ".join(text.split())
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _is_main_guard(test: ast.expr) -> bool:

@@ -67,7 +67,9 @@ def wheel_floor(project: dict[str, Any], bound: str, python: str) -> str:
     project that later shipped wheels is compiled (or at least built): its sdists of before would
     have to build here with the compilers and libraries of their day (a 2015 bound for Python 2.7:
     scikit-image 0.11.3's setup.py imports scipy, and no manylinux wheel existed before 2016). An
-    sdist-only project (Lasagne, Theano) keeps ``bound``."""
+    sdist-only project (Lasagne, Theano) keeps ``bound``, and so does one whose later wheels are
+    all pure Python (keras: its 2015 sdists are pure Python; its first wheel, 2.0.x of 2017, asks
+    for TensorFlow: skip-thoughts, corpus14 held)."""
     limit = _instant(bound)
     first_after = ""
     for f in project.get("files", []):
@@ -76,6 +78,8 @@ def wheel_floor(project: dict[str, Any], bound: str, python: str) -> str:
         up = str(f.get("upload-time") or "").removesuffix("Z")
         if not up or up < limit:
             return bound
+        if str(f.get("filename", "")).endswith("-none-any.whl"):
+            continue  # a pure-Python wheel says nothing of building: its sdists of before are pure too
         if not first_after or up < first_after:
             first_after = up
     if not first_after:

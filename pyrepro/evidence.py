@@ -656,6 +656,38 @@ def api_era(uses: Sequence[Any]) -> DateChoice:
                              f"nothing released more than a year after that")
 
 
+#: how the reason of a date read from the newest upload among exact pins starts: a lower bound
+PIN_UPLOAD = "no date stated; the newest upload among its"
+
+
+def imports_floor(when: DateChoice, imported: Sequence[tuple[str, str]],
+                  first_upload: Callable[[str], str | None]) -> DateChoice:
+    """A date read from the newest upload among the submission's exact pins (``PIN_UPLOAD``) is
+    only a lower bound: the code is no older than what it imports either. When a distribution the
+    code imports (``imported``: (distribution, where), the scan's required and resolved imports)
+    had its first release on the index after that day, the date moves to the latest such first
+    release (skip-thoughts, corpus14 held: theano==0.7 dated it 2015-03-26, and its keras code was
+    then locked with keras 2.0.7, which asks for TensorFlow; keras's first release is of
+    2015-10-11). Any other date (stated, a commit's, a notebook's run) is kept: the code ran by then.
+    ``first_upload``: the first upload day of a distribution on the index (None: unknown)."""
+    if when.day is None or not when.reason.startswith(PIN_UPLOAD):
+        return when
+    later: list[tuple[dt.date, str, str]] = []
+    for dist, where in imported:
+        up = first_upload(dist)
+        try:
+            day = dt.date.fromisoformat((up or "")[:10])
+        except ValueError:
+            continue
+        if day > when.day:
+            later.append((day, dist, where))
+    if not later:
+        return when
+    day, dist, where = max(later)
+    return DateChoice(day, f"{when.reason}; moved to {day}: the code imports {dist} ({where}), whose first release "
+                           f"on the index is of that day, and no submission is older than what it imports")
+
+
 def _newest_pin_upload(pins: Sequence[tuple[str, str]],
                        uploaded: Callable[[str, str], str | None] | None) -> DateChoice | None:
     """The newest upload day among the exact ``pins`` (None offline or when none is known)."""
@@ -671,7 +703,7 @@ def _newest_pin_upload(pins: Sequence[tuple[str, str]],
                 continue
         if days:
             newest = max(days)
-            return DateChoice(newest[0], f"no date stated; the newest upload among its {len(pins)} exact pins: "
+            return DateChoice(newest[0], f"{PIN_UPLOAD} {len(pins)} exact pins: "
                                          f"{newest[1]} {newest[2]} ({newest[0]})")
     return None
 

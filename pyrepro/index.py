@@ -193,6 +193,12 @@ class Index:
         days = [str(f["upload-time"])[:10] for f in self._release(name, version) if f.get("upload-time")]
         return min(days) if days else None
 
+    def first_upload(self, name: str) -> str | None:
+        """The day (ISO) the index first received a release of ``name`` (``releases_by``'s earliest),
+        or None when it has none or cannot say."""
+        days = [day for _v, day in self.releases_by(name, None)]
+        return min(days) if days else None
+
     def releases_by(self, name: str, day: dt.date | None = None) -> list[tuple[str, str]]:
         """(version, first upload day) of every final release of ``name`` the index received by
         ``day`` (None: any day), newest version first; yanked files left out. A project that never

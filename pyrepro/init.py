@@ -608,6 +608,12 @@ def decide(folder: Path, scan: ScanResult, *, name: str, models_dir: Path, pytho
     return Decisions(py, why, gpu, gpu_why, benchmarks, b_why, aliases), warnings
 
 
+def _imported_distributions(scan: ScanResult) -> list[tuple[str, str]]:
+    """(distribution, where first imported) of each import the scan resolved and the code needs."""
+    return [(r.distribution, str(r.locations[0]) if r.locations else "")
+            for r in scan.imports if r.kind == "required" and r.distribution]
+
+
 def init_model(folder: Path, *, name: str, models_dir: Path, python: str | None = None, force: bool = False,
                mirror: Path | None = None, cache: Path | None = None, online: bool = True) -> InitResult:
     """Scan a folder and write a draft ``models/<name>/`` (see the module docstring). ``python``:
@@ -640,6 +646,8 @@ def init_model(folder: Path, *, name: str, models_dir: Path, python: str | None 
     from pyrepro import evidence
 
     when = evidence.submission_date(folder, pins=_exact_pins(scan), uploaded=index.uploaded if index else None)
+    if index is not None and hasattr(index, "first_upload") and when.reason.startswith(evidence.PIN_UPLOAD):
+        when = evidence.imports_floor(when, _imported_distributions(scan), index.first_upload)
     decisions, warnings = decide(folder, scan, name=name, models_dir=models_dir, python=python,
                                  submitted=when.day.isoformat() if when.day else None, index=index)
     if when.day is None and python is None:  # undated: the stated Python's end of life bounds it

@@ -56,3 +56,38 @@ def test_find_interpreter__this_python__real_probe(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(proc, "which", lambda name, path=None: sys.executable if name == f"python{want}" else None)
     found = interpreters.find_interpreter(want)
     assert found.path == Path(sys.executable) and found.version.startswith(want + ".") and os.access(found.path, os.X_OK)
+
+
+def test_make_venv__the_interpreter_s_shared_libpython__linked_into_the_environment_s_lib(tmp_path: Path) -> None:
+    """skip-thoughts (corpus14 held): Theano 0.7 compiles its C modules at import and links them with
+    -lpython2.7, looking under sys.prefix, which in an environment is the environment: "cannot
+    find -lpython2.7". The environment's lib/ gets links to the installation's shared libpython;
+    an installation without one (a static build) gets none."""
+    from pyrepro.backends import local
+    from pyrepro.paths import Paths
+
+    inst = tmp_path / "versions" / "3.8.18"
+    (inst / "bin").mkdir(parents=True)
+    (inst / "lib").mkdir()
+    (inst / "bin" / "python3.8").write_text("")
+    (inst / "lib" / "libpython3.8.so.1.0").write_text("elf")
+    (inst / "lib" / "libpython3.8.so").symlink_to("libpython3.8.so.1.0")
+    (inst / "lib" / "libpython3.9.so").write_text("another Python's")
+    calls: list[list[str]] = []
+
+    def runner(argv, **kw):  # type: ignore[no-untyped-def]
+        calls.append(list(argv))
+        (Path(argv[-1]) / "lib").mkdir(parents=True)
+        return None
+
+    env = tmp_path / "env"
+    local.make_venv(inst / "bin" / "python3.8", "3.8", env, Paths(root=tmp_path, cache=tmp_path / "c"), runner=runner)
+    assert calls[0][1:3] == ["-m", "venv"]
+    assert sorted(p.name for p in (env / "lib").iterdir()) == ["libpython3.8.so", "libpython3.8.so.1.0"]
+    assert (env / "lib" / "libpython3.8.so").read_text() == "elf"
+    # a second call (a rebuilt environment in place) adds nothing and fails on nothing
+    assert local.link_libpython(inst / "bin" / "python3.8", "3.8", env) == []
+    static = tmp_path / "static"
+    (static / "bin").mkdir(parents=True)
+    (static / "bin" / "python3.8").write_text("")
+    assert local.link_libpython(static / "bin" / "python3.8", "3.8", tmp_path / "env2") == []

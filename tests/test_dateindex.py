@@ -151,6 +151,11 @@ def test_wheel_floor__a_compiled_project_with_no_wheel_before_the_bound__up_to_i
     six = {"name": "six", "files": [f("six-1.9.0-py2.py3-none-any.whl", "2015-01-02"),
                                     f("six-1.10.0-py2.py3-none-any.whl", "2015-10-07")]}
     assert wheel_floor(six, "2015-08-14", "2.7") == "2015-08-14"
+    # pure-Python sdists before the bound, and only pure-Python wheels after it (keras 0.2.0 of
+    # 2015, whose first wheel, 2.0.x, asks for TensorFlow: skip-thoughts, corpus14 held)
+    keras = {"name": "keras", "files": [f("Keras-0.2.0.tar.gz", "2015-10-11"),
+                                        f("Keras-2.0.5-py2.py3-none-any.whl", "2017-06-20")]}
+    assert wheel_floor(keras, "2015-10-12", "2.7") == "2015-10-12"
     assert fits_here("numpy-1.11.0-cp27-cp27mu-manylinux1_x86_64.whl", "2.7")
     assert not fits_here("numpy-1.11.0-cp27-cp27m-macosx_10_6_intel.whl", "2.7")
     assert not fits_here("tables-3.3.0-cp27-cp27m-manylinux1_x86_64.whl", "2.7")  # the narrow (UCS2) build's

@@ -47,6 +47,9 @@ class FakeIndex:
     def uploaded(self, name: str, version: str) -> str | None:
         return next((d for v, d, _t in self.projects.get(name, []) if v == version), None)
 
+    def first_upload(self, name: str) -> str | None:
+        return min((d for _v, d, _t in self.projects.get(name, [])), default=None)
+
     def top_levels(self, name: str, version: str | None = None) -> tuple[frozenset[str], str] | None:
         self.asked.append((name, version or ""))
         for v, _d, tops in self.projects.get(name, []):
@@ -628,6 +631,38 @@ def test_init__conda_export_pins__date_from_the_newest_of_all_exact_pins(
     doc = tomllib.loads((tmp_path / "models" / "sub" / "model.toml").read_text())
     assert doc["submitted"] == "2018-11-10", doc["submitted_reason"]
     assert "3 exact pins: matplotlib 3.0.2 (2018-11-10)" in doc["submitted_reason"]
+
+
+def test_init__date_from_pins_older_than_an_import_s_first_release__moves_to_that_release(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write_files: Any) -> None:
+    """skip-thoughts (corpus14 held): theano==0.7 (2015-03-26) is its only exact pin, and its
+    eval_sick.py imports keras, whose first release is of 2015-10-11. The code is no older than what
+    it imports: the date moves to that day, and says why. A stated date is never moved."""
+    import tomllib
+
+    from pyrepro import index as index_mod
+    from pyrepro.init import init_model
+
+    idx = FakeIndex({"theano": [("0.7", "2015-03-26", {"theano"})],
+                     "keras": [("0.2.0", "2015-10-11", {"keras"}), ("2.0.5", "2017-06-20", {"keras"})],
+                     "numpy": [("1.9.2", "2015-03-01", {"numpy"})]})
+    monkeypatch.setattr(index_mod, "WheelIndex", lambda cache: idx)
+    root = write_files({"sub/skip.py": "import theano\nimport numpy\n",
+                        "sub/eval_sick.py": "import numpy\nfrom keras.models import Sequential\n",
+                        "sub/requirements.txt": "theano==0.7\nnumpy\nkeras\n"})
+    init_model(root / "sub", name="sub", models_dir=tmp_path / "models", cache=tmp_path / "c")
+    doc = tomllib.loads((tmp_path / "models" / "sub" / "model.toml").read_text())
+    assert doc["submitted"] == "2015-10-11", doc["submitted_reason"]
+    assert doc["submitted_reason"].startswith("no date stated; the newest upload among its 1 exact pins: theano 0.7")
+    assert "moved to 2015-10-11: the code imports keras (eval_sick.py:2)" in doc["submitted_reason"]
+
+    # a stated date stays, whatever the code imports
+    root2 = write_files({"st/eval_sick.py": "from keras.models import Sequential\nimport theano\n",
+                         "st/requirements.txt": "theano==0.7\n",
+                         "st/metadata.json": json.dumps({"date_submitted": "06-01-2015"})})
+    init_model(root2 / "st", name="st", models_dir=tmp_path / "models", cache=tmp_path / "c")
+    doc2 = tomllib.loads((tmp_path / "models" / "st" / "model.toml").read_text())
+    assert doc2["submitted"] == "2015-06-01"
 
 
 def test_find_provider__pure_python_wheel_for_another_python_beside_an_sdist__still_a_provider() -> None:

@@ -165,8 +165,34 @@ def make_venv(python: Path, version: str, dest: Path, paths: Paths, *, runner: R
         from pyrepro.piplock import python2_env
 
         python2_env(python, dest, paths.cache, runner=runner)
-        return
-    runner([str(python), "-m", "venv", str(dest)], check=True, timeout=600)
+    else:
+        runner([str(python), "-m", "venv", str(dest)], check=True, timeout=600)
+    link_libpython(python, version, dest)
+
+
+def link_libpython(python: Path, version: str, dest: Path) -> list[Path]:
+    """Links in ``dest/lib`` to the interpreter's shared libpython (``libpython2.7.so``), when its
+    installation has one: code that compiles and links against Python at run time looks for it
+    under ``sys.prefix``, which in an environment is the environment (Theano's C modules link with
+    ``-lpython2.7`` and stopped on "cannot find -lpython2.7": skip-thoughts, corpus14 held).
+    Returns the links made."""
+    try:
+        base = Path(python).resolve().parent.parent / "lib"
+        found = sorted(base.glob(f"libpython{version}*.so*"))
+    except OSError:
+        return []
+    made = []
+    for lib in found:
+        link = dest / "lib" / lib.name
+        if link.exists() or link.is_symlink():
+            continue
+        try:
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(lib)
+            made.append(link)
+        except OSError:
+            continue
+    return made
 
 
 def bootstrap_pip(python: str) -> tuple[str, str] | None:

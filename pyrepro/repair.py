@@ -888,7 +888,7 @@ def accept_branches(rows: Sequence[tuple[str, str, str]], branches: Mapping[str,
     where = [branches.get(r[0]) or branches.get(r[0].split(".")[0]) for r in bad]
     if not all(where):
         return None
-    return AcceptBranches(tuple((r[0], w, r[2]) for r, w in zip(bad, where)))  # type: ignore[misc]
+    return AcceptBranches(tuple((r[0], w, r[2]) for r, w in zip(bad, where, strict=True)))  # type: ignore[misc]
 
 
 # how installed code says at import time that a shared library of the system is missing

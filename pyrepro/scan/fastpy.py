@@ -5,8 +5,8 @@ searches (never a regular expression over the whole text where a literal search 
 lines that can: ``import``/``from`` statements, dynamic imports (``import_module``,
 ``__import__``), IPython calls, shell-command calls and ``sys.path`` inserts. Then it parses:
 
-* an import whose enclosing blocks are all ``def``/``class``/plain ``for``/``while``/``if``
-  without a platform guard: only its own statement (nothing around it changes its kind);
+* an import whose enclosing blocks are all ``def``/``class``/plain ``for``/``while``/the main
+  guard: only its own statement (nothing around it changes its kind or makes it branch-only);
 * any other import or dynamic import: the outermost ``def`` around it when only ``def``/``class``
   enclose that, else its whole top-level statement, so ``try/except ImportError``,
   ``TYPE_CHECKING`` and platform/version guards are seen exactly as a full parse sees them;
@@ -32,7 +32,7 @@ from pyrepro.scan.python import (
     CALL_TRIGGERS,
     Parsed,
     _const_str,
-    _is_type_checking,
+    _is_main_guard,
     _suppresses_import_error,
     _Visitor,
     _walk_statements,
@@ -266,9 +266,10 @@ def _neutral(view: _Text, header: int) -> bool:
     except (SyntaxError, ValueError):
         return False
     if isinstance(node, ast.If):
-        # an `if` with an `else`/`elif` below needs the whole statement: only test-free guards count
-        return markers.marker_of(node.test) is None and not _is_type_checking(node.test) and \
-            not _has_else(view, header)
+        # only the main guard: a run-time condition makes its imports branch-only
+        # (``RawImport.branch``), platform guards and TYPE_CHECKING change their kind, and an `else`
+        # below needs the whole statement
+        return _is_main_guard(node.test) and not _has_else(view, header)
     if isinstance(node, ast.With):
         return not any(_suppresses_import_error(i.context_expr) for i in node.items)
     return False

@@ -53,12 +53,41 @@ def targets_pip(python: str) -> bool:
     return python.split(".")[0] == "2"
 
 
+_SDIST_TAILS = (".tar.gz", ".tar.bz2", ".tar.xz", ".tgz", ".zip")
+
+
+def _sdist_split(filename: str) -> tuple[str, str] | None:
+    """(canonical name, version) of an sdist whose version holds a hyphen (``functools32-3.2.3-2.tar.gz``:
+    functools32 3.2.3.post2, which a split at the last hyphen reads as a project
+    ``functools32-3-2-3`` at version 2: dqn-atari, corpus15 dev): the first hyphen after which the
+    rest is a version, when the name before it has no part that begins with a digit. None when the
+    file has one hyphen or no such split."""
+    from packaging.version import InvalidVersion, Version
+
+    stem = next((filename[: -len(t)] for t in _SDIST_TAILS if filename.endswith(t)), None)
+    if stem is None or stem.count("-") < 2:
+        return None
+    parts = stem.split("-")
+    for i in range(1, len(parts)):
+        name, version = "-".join(parts[:i]), "-".join(parts[i:])
+        if not version[:1].isdigit() or any(p[:1].isdigit() for p in parts[1:i]):
+            continue
+        try:
+            return str(canonicalize_name(name)), str(Version(version))
+        except InvalidVersion:
+            continue
+    return None
+
+
 def package_of(filename: str) -> tuple[str, str] | None:
     """(canonical name, version) of a downloaded wheel or sdist file name, or None."""
     try:
         if filename.endswith(".whl"):
             name, version, _build, _tags = parse_wheel_filename(filename)
             return str(name), str(version)
+        split = _sdist_split(filename)
+        if split is not None:
+            return split
         name, version = parse_sdist_filename(filename)
         return str(name), str(version)
     except (InvalidWheelFilename, InvalidSdistFilename, ValueError):

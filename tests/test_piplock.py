@@ -283,6 +283,19 @@ def test_package_of__downloaded_file_names__name_and_version(name: str, version:
     assert got is not None and got[0] == canonicalize_name(name) and Version(got[1]) == Version(version)
 
 
+@pytest.mark.parametrize("filename, expected", [
+    ("functools32-3.2.3-2.tar.gz", ("functools32", "3.2.3.post2")),  # dqn-atari, corpus15 dev
+    ("functools32-3.2.3-2.zip", ("functools32", "3.2.3.post2")),
+    ("python-dateutil-2.8.2.tar.gz", ("python-dateutil", "2.8.2")),
+    ("backports.functools_lru_cache-1.6.4.tar.gz", ("backports-functools-lru-cache", "1.6.4")),
+    ("scikit-learn-0.20.4.tar.gz", ("scikit-learn", "0.20.4")),
+    ("py-1.11.0.tar.gz", ("py", "1.11.0")),
+    ("ale-python-interface-0.0.1.tar.gz", ("ale-python-interface", "0.0.1")),
+])
+def test_package_of__sdist_names_with_hyphens__name_and_version(filename: str, expected: tuple[str, str]) -> None:
+    assert piplock.package_of(filename) == expected
+
+
 def test_targets_pip__only_python_2() -> None:
     assert piplock.targets_pip("2.7") and not piplock.targets_pip("3.6") and not piplock.targets_pip("3.13")
 

@@ -660,6 +660,12 @@ def api_era(uses: Sequence[Any]) -> DateChoice:
 PIN_UPLOAD = "no date stated; the newest upload among its"
 
 
+#: how far past a pin-read date an import's first release may move it: a project first published
+#: on PyPI years after its code was in use is a later packaging of it (apache-tvm of 2026 for
+#: ``import tvm``), which says nothing of the submission's time
+IMPORTS_FLOOR_REACH = dt.timedelta(days=3 * 365)
+
+
 def imports_floor(when: DateChoice, imported: Sequence[tuple[str, str]],
                   first_upload: Callable[[str], str | None]) -> DateChoice:
     """A date read from the newest upload among the submission's exact pins (``PIN_UPLOAD``) is
@@ -669,7 +675,8 @@ def imports_floor(when: DateChoice, imported: Sequence[tuple[str, str]],
     release (skip-thoughts, corpus14 held: theano==0.7 dated it 2015-03-26, and its keras code was
     then locked with keras 2.0.7, which asks for TensorFlow; keras's first release is of
     2015-10-11). Any other date (stated, a commit's, a notebook's run) is kept: the code ran by then.
-    ``first_upload``: the first upload day of a distribution on the index (None: unknown)."""
+    A first release more than ``IMPORTS_FLOOR_REACH`` later is not taken. ``first_upload``: the
+    first upload day of a distribution on the index (None: unknown)."""
     if when.day is None or not when.reason.startswith(PIN_UPLOAD):
         return when
     later: list[tuple[dt.date, str, str]] = []
@@ -679,7 +686,7 @@ def imports_floor(when: DateChoice, imported: Sequence[tuple[str, str]],
             day = dt.date.fromisoformat((up or "")[:10])
         except ValueError:
             continue
-        if day > when.day:
+        if when.day < day <= when.day + IMPORTS_FLOOR_REACH:
             later.append((day, dist, where))
     if not later:
         return when

@@ -609,9 +609,10 @@ def decide(folder: Path, scan: ScanResult, *, name: str, models_dir: Path, pytho
 
 
 def _imported_distributions(scan: ScanResult) -> list[tuple[str, str]]:
-    """(distribution, where first imported) of each import the scan resolved and the code needs."""
+    """(distribution, where first imported) of each import the scan resolved and the code needs
+    unconditionally (not only under a run-time ``if``)."""
     return [(r.distribution, str(r.locations[0]) if r.locations else "")
-            for r in scan.imports if r.kind == "required" and r.distribution]
+            for r in scan.imports if r.kind == "required" and r.distribution and not r.branch]
 
 
 def init_model(folder: Path, *, name: str, models_dir: Path, python: str | None = None, force: bool = False,

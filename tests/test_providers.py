@@ -656,6 +656,16 @@ def test_init__date_from_pins_older_than_an_import_s_first_release__moves_to_tha
     assert doc["submitted_reason"].startswith("no date stated; the newest upload among its 1 exact pins: theano 0.7")
     assert "moved to 2015-10-11: the code imports keras (eval_sick.py:2)" in doc["submitted_reason"]
 
+    # an import only under a run-time if, or one first published years later (a later packaging
+    # of old code), does not move it
+    idx.projects["tvm"] = [("0.1", "2026-01-01", {"tvm"})]
+    idx.projects["lasagne"] = [("0.1", "2015-08-13", {"lasagne"})]
+    root3 = write_files({"far/run.py": "import theano\nimport tvm\nif use_lasagne:\n    import lasagne\n",
+                         "far/requirements.txt": "theano==0.7\ntvm\nlasagne\n"})
+    init_model(root3 / "far", name="far", models_dir=tmp_path / "models", cache=tmp_path / "c")
+    doc3 = tomllib.loads((tmp_path / "models" / "far" / "model.toml").read_text())
+    assert doc3["submitted"] == "2015-03-26", doc3["submitted_reason"]
+
     # a stated date stays, whatever the code imports
     root2 = write_files({"st/eval_sick.py": "from keras.models import Sequential\nimport theano\n",
                          "st/requirements.txt": "theano==0.7\n",

@@ -528,7 +528,16 @@ def _after_build(s: Situation) -> Move:
     wants_python = False  # a Python move is the answer, and that interpreter is missing here
     if move is None:
         steps, why = _wheel_steps(s, tried, list(s.sdists))
-        if not steps:
+        crossing = _across_series(steps) if steps and not s.python_stated and not _python2(s) else set()
+        if crossing:
+            # the Python was guessed: a Python with a wheel of the very release keeps what the
+            # resolver chose, where a wheel of another series changes the API and moves the
+            # releases that bound it (memory-knowledge-tracing, corpus15 dev: mxnet 1.9.1 holds
+            # numpy<2, numpy 1.26.4 has no wheel for 3.13; numpy 2.1.0 took mxnet back to 2017)
+            older = _with_rule(_older_python(s, crossing, across=True), "sdist-to-older-python")
+            if older is not None and not _interpreter(s, older[0]):
+                steps, move = [], older
+        if not steps and move is None:
             move = _with_rule(_older_python(s, set()), "sdist-to-older-python")
         if not steps and move is None and not undone and not _python2(s):
             move = _with_rule(_newer_python(s), "sdist-to-newer-python")
@@ -667,7 +676,22 @@ def _wheel_steps(s: Situation, tried: Mapping[str, set[str]],
     return steps, ""
 
 
-def _older_python(s: Situation, undone: set[str]) -> tuple[str, str] | None:
+def _across_series(steps: list[relax.Step]) -> set[str]:
+    """The packages of ``sdist-to-wheel`` steps that move to another major version (numpy 1.26.4 ->
+    2.1.0)."""
+    from packaging.version import InvalidVersion, Version
+
+    out = set()
+    for st in steps:
+        try:
+            if Version(st.before.split("==", 1)[-1]).major != Version(st.after.split("==", 1)[-1]).major:
+                out.add(st.package)
+        except InvalidVersion:
+            continue
+    return out
+
+
+def _older_python(s: Situation, undone: set[str], *, across: bool = False) -> tuple[str, str] | None:
     """When a locked sdist did not build and no release of it has a wheel for the model's Python,
     or the relock undid that move (``undone``), the Python that sdist was made for: the newest older
     CPython with a wheel of that very release, else the newest CPython released by the day the
@@ -697,7 +721,9 @@ def _older_python(s: Situation, undone: set[str]) -> tuple[str, str] | None:
     if not found:
         return None
     made, pkg, version, how = min(found, key=lambda f: version_key(f[0]))
-    why = ("the move to a wheel release was undone by the relock (a dependent's bound rules it out)" if pkg in undone
+    why = ("its nearest release with a wheel for it is of another major version, and the submission states no "
+           "Python" if across else
+           "the move to a wheel release was undone by the relock (a dependent's bound rules it out)" if pkg in undone
            else f"no release of {pkg} has a wheel for it")
     return made, (f"{made}: the locked sdist {pkg} {version} did not build for CPython {s.python} and {why}; "
                   f"{how} (rule sdist-to-older-python; before: {s.python}, "

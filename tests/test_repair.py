@@ -64,6 +64,27 @@ def test_sdist__nearest_release_with_a_wheel__pin_wheels() -> None:
     assert "nearest release with a wheel for CPython 3.11" in step.reason
 
 
+def test_sdist__wheel_only_in_another_major_version__a_guessed_python_moves_instead() -> None:
+    """memory-knowledge-tracing (corpus15 dev, undated, Python 3.13 guessed): mxnet 1.9.1 holds
+    numpy<2, and numpy 1.26.4 has no cp313 wheel. Its nearest release with one, 2.1.0, is of another
+    major version (the relock then took mxnet back to 2017). A Python with a wheel of 1.26.4 itself
+    keeps the resolver's choice. A stated Python keeps the wheel move, and so does a move within
+    a major version."""
+    wheels = {"numpy": {"1.26.4": {"3.9", "3.10", "3.11", "3.12"}, "2.1.0": {"3.10", "3.11", "3.12", "3.13"}}}
+    move = Oracle(wheels).answer(_s(python="3.13", sdists=(("numpy", "1.26.4"),)))
+    assert isinstance(move, repair.MovePython) and move.python == "3.12" and move.rule == "sdist-to-older-python"
+    assert "nearest release with a wheel for it is of another major version" in move.reason
+    assert "3.12 is the newest older CPython with a wheel of numpy 1.26.4" in move.reason
+    stated = Oracle(wheels).answer(_s(python="3.13", python_stated=True, sdists=(("numpy", "1.26.4"),)))
+    assert isinstance(stated, repair.PinWheels) and stated.steps[0].after == "numpy==2.1.0"
+    within = {"numpy": {"1.26.3": {"3.12"}, "1.26.4": {"3.12", "3.13"}}}
+    same = Oracle(within).answer(_s(python="3.13", sdists=(("numpy", "1.26.3"),)))
+    assert isinstance(same, repair.PinWheels) and same.steps[0].after == "numpy==1.26.4"
+    # that Python is not on this machine: the wheel move stands
+    missing = Oracle(wheels, pythons={"3.13"}).answer(_s(python="3.13", sdists=(("numpy", "1.26.4"),)))
+    assert isinstance(missing, repair.PinWheels) and missing.steps[0].after == "numpy==2.1.0"
+
+
 def test_sdist__no_release_has_a_wheel__python_of_the_newest_older_wheel() -> None:
     o = Oracle({"dawg": {"0.8.0": {"3.8"}}})
     move = o.answer(_s(sdists=(("dawg", "0.8.0"),)))

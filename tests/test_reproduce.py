@@ -388,8 +388,9 @@ def test_wheel_instead__real_pypi__2021_sklearn_on_311__the_first_release_with_a
     from pyrepro import repair
     from pyrepro.index import WheelIndex
 
-    s = repair.Situation(python="3.11", python_stated=False, python_reason="no Python stated", strategy="as-declared",
-                         dated=True, sdists=(("scikit-learn", "0.24.1"),))
+    # a stated Python (a guessed one moves instead: 1.1.3 is of another major version)
+    s = repair.Situation(python="3.11", python_stated=True, python_reason="environment.yml:3: python=3.11",
+                         strategy="as-declared", dated=True, sdists=(("scikit-learn", "0.24.1"),))
     move = reproduce.plan(s, index=WheelIndex(tmp_path))
     assert isinstance(move, repair.PinWheels)
     assert [(st.before, st.after) for st in move.steps] == [("scikit-learn==0.24.1", "scikit-learn==1.1.3")]

@@ -657,10 +657,11 @@ def _wheel_steps(s: Situation, tried: Mapping[str, set[str]],
     the relock widened scikit-learn==1.0.2 back, as nequip 0.5.5 needs <=1.0.1, and the same sdist
     came back); ([], why not) when one has none."""
     have = _wheel_versions(s, [p for p, _v in sdists])
+    held = _held(s)
     steps = []
     without: list[str] = []
     for pkg, version in sdists:
-        versions = [v for v in have[pkg] if v not in tried.get(pkg, set())]
+        versions = [v for v in have[pkg] if v not in tried.get(pkg, set()) and _within(v, held.get(pkg, ()))]
         w = relax.nearest_version(version, versions)
         if w is None:
             without.append(f"{pkg} {version}")
@@ -674,6 +675,28 @@ def _wheel_steps(s: Situation, tried: Mapping[str, set[str]],
     # pip blamed several sdists at once (molecule-autoencoder, corpus8 dev: numpy 1.11 did not compile,
     # and the pure-Python theano 0.8.1 was named with it): those with a wheel move, the others stay
     return steps, ""
+
+
+def _held(s: Situation) -> dict[str, list[str]]:
+    """distribution -> the specifiers an ``import-version-check`` move held it to (numpy <1.24): a
+    wheel move must not undo them (memory-knowledge-tracing, corpus15 dev: numpy held below 1.24
+    for mxnet's np.bool, 1.23.5 has no cp312 wheel, and sdist-to-wheel took 1.26.0 again)."""
+    out: dict[str, list[str]] = {}
+    for m in s.moves:
+        if m.kind == "version-check":
+            for dist, spec in m.pins:
+                out.setdefault(canonicalize_name(dist), []).append(spec)
+    return out
+
+
+def _within(version: str, specs: Sequence[str]) -> bool:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return all(Version(version) in SpecifierSet(sp, prereleases=True) for sp in specs)
+    except (InvalidSpecifier, InvalidVersion):
+        return True
 
 
 def _across_series(steps: list[relax.Step]) -> set[str]:
@@ -697,9 +720,10 @@ def _older_python(s: Situation, undone: set[str], *, across: bool = False) -> tu
     CPython with a wheel of that very release, else the newest CPython released by the day the
     index received it (rule ``sdist-to-older-python``). (python, reason), or None."""
     have = _wheel_versions(s, [p for p, _v in s.sdists if p not in undone])
+    held = _held(s)
     found = []
     for pkg, version in s.sdists:
-        if pkg not in undone and have[pkg]:
+        if pkg not in undone and any(_within(v, held.get(pkg, ())) for v in have[pkg]):
             continue  # a release with a wheel exists: the sdist-to-wheel move, not this one
         older = older_pythons(s.python)
         asks = tuple((pkg, version, v) for v in older if (pkg, version, v) not in s.facts.has_wheel)
@@ -724,7 +748,8 @@ def _older_python(s: Situation, undone: set[str], *, across: bool = False) -> tu
     why = ("its nearest release with a wheel for it is of another major version, and the submission states no "
            "Python" if across else
            "the move to a wheel release was undone by the relock (a dependent's bound rules it out)" if pkg in undone
-           else f"no release of {pkg} has a wheel for it")
+           else f"no release of {pkg} {','.join(held[pkg])} (held so by an earlier import repair) has a wheel for it"
+           if held.get(pkg) else f"no release of {pkg} has a wheel for it")
     return made, (f"{made}: the locked sdist {pkg} {version} did not build for CPython {s.python} and {why}; "
                   f"{how} (rule sdist-to-older-python; before: {s.python}, "
                   f"{s.python_reason or 'no reason recorded'})")

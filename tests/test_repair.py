@@ -85,6 +85,22 @@ def test_sdist__wheel_only_in_another_major_version__a_guessed_python_moves_inst
     assert isinstance(missing, repair.PinWheels) and missing.steps[0].after == "numpy==2.1.0"
 
 
+def test_sdist__the_only_wheel_releases_undo_a_version_check__python_moves_instead() -> None:
+    """memory-knowledge-tracing (corpus15 dev, on 3.12): mxnet 1.9.1 failed on numpy 1.26.4's
+    missing np.bool, so numpy was held below 1.24 (import-version-check); numpy 1.23.5 has no cp312
+    wheel, and its nearest release with one, 1.26.0, would undo the hold. The Python moves to one
+    with a wheel of 1.23.5."""
+    wheels = {"numpy": {"1.23.5": {"3.10", "3.11"}, "1.26.0": {"3.12"}}}
+    held = (repair.Moved("version-check", "imports", pins=(("numpy", "<1.24"),)),)
+    move = Oracle(wheels).answer(_s(python="3.12", sdists=(("numpy", "1.23.5"),), moves=held))
+    assert isinstance(move, repair.MovePython) and move.python == "3.11", move
+    assert "3.11 is the newest older CPython with a wheel of numpy 1.23.5" in move.reason
+    assert "no release of numpy <1.24 (held so by an earlier import repair) has a wheel for it" in move.reason
+    # without that hold, the wheel move as before
+    free = Oracle(wheels).answer(_s(python="3.12", sdists=(("numpy", "1.23.5"),)))
+    assert isinstance(free, repair.PinWheels) and free.steps[0].after == "numpy==1.26.0"
+
+
 def test_sdist__no_release_has_a_wheel__python_of_the_newest_older_wheel() -> None:
     o = Oracle({"dawg": {"0.8.0": {"3.8"}}})
     move = o.answer(_s(sdists=(("dawg", "0.8.0"),)))

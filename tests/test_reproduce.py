@@ -1666,19 +1666,27 @@ def _branch_world(monkeypatch: pytest.MonkeyPatch, src: Path, failing: set[str])
     return locks
 
 
+def _branch_run(write_files: Write, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                files: dict[str, str]) -> tuple[int, dict[str, Any], list[str]]:
+    """``pyrepro reproduce --json --offline`` of a dated folder of ``files`` where apex does not
+    import: (exit code, the import stage's row, the Pythons locked)."""
+    root = write_files({**{f"sub/{k}": v for k, v in files.items()},
+                        "sub/metadata.json": json.dumps({"date_submitted": "06-01-2022"})})
+    locks = _branch_world(monkeypatch, root / "sub", failing={"apex"})
+    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json", "--offline"])
+    rec = _json(capsys)
+    return code, next(s for s in rec["stages"] if s["stage"] == "imports"), locks
+
+
 def test_reproduce_cli__only_a_module_under_a_run_time_if_fails__imports_pass_naming_it(
         project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     """pocket2mol (corpus14 dev): ``from apex import amp`` under ``if args.use_apex`` (NVIDIA Apex is
     on no index). Nothing provides apex; the import check passes, and says that apex does not import,
     where it is imported and under which condition."""
-    root = write_files({"sub/train.py": "import numpy\nif args.use_apex:\n    from apex import amp\n",
-                        "sub/metadata.json": json.dumps({"date_submitted": "06-01-2022"})})
-    locks = _branch_world(monkeypatch, root / "sub", failing={"apex"})
-    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json", "--offline"])
-    rec = _json(capsys)
-    assert code == 0, rec
-    row = next(s for s in rec["stages"] if s["stage"] == "imports")
+    code, row, locks = _branch_run(write_files, monkeypatch, capsys,
+                                   {"train.py": "import numpy\nif args.use_apex:\n    from apex import amp\n"})
+    assert code == 0, row
     assert row["status"] == "ok" and row["detail"].startswith("1 modules import: numpy; 1 imported only under a "
                                                               "run-time condition do not")
     assert "apex (train.py:3 (under `args.use_apex`)): ModuleNotFoundError: No module named 'apex'" in row["detail"]
@@ -1688,13 +1696,9 @@ def test_reproduce_cli__only_a_module_under_a_run_time_if_fails__imports_pass_na
 def test_reproduce_cli__the_same_module_also_imported_unconditionally__imports_fail(
         project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    root = write_files({"sub/train.py": "import numpy\nif args.use_apex:\n    from apex import amp\n",
-                        "sub/infer.py": "import apex\n",
-                        "sub/metadata.json": json.dumps({"date_submitted": "06-01-2022"})})
-    _branch_world(monkeypatch, root / "sub", failing={"apex"})
-    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json", "--offline"])
-    rec = _json(capsys)
-    row = next(s for s in rec["stages"] if s["stage"] == "imports")
+    code, row, _ = _branch_run(write_files, monkeypatch, capsys,
+                               {"train.py": "import numpy\nif args.use_apex:\n    from apex import amp\n",
+                                "infer.py": "import apex\n"})
     assert code != 0 and row["status"] == "failed" and "1 of 2 modules fail to import: apex" in row["detail"]
 
 
@@ -1702,10 +1706,6 @@ def test_reproduce_cli__nothing_imports_but_a_branch_module__imports_fail(
         project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     """An environment where nothing imports proves nothing, branch or not."""
-    root = write_files({"sub/train.py": "if args.use_apex:\n    from apex import amp\n",
-                        "sub/metadata.json": json.dumps({"date_submitted": "06-01-2022"})})
-    _branch_world(monkeypatch, root / "sub", failing={"apex"})
-    code = main(["reproduce", str(root / "sub"), "--name", "sub", "--json", "--offline"])
-    rec = _json(capsys)
-    row = next(s for s in rec["stages"] if s["stage"] == "imports")
+    code, row, _ = _branch_run(write_files, monkeypatch, capsys,
+                               {"train.py": "if args.use_apex:\n    from apex import amp\n"})
     assert code != 0 and row["status"] == "failed" and "apex" in row["detail"]

@@ -565,7 +565,10 @@ for mod in wanted:
         res.append([mod, "ok", ""])
     except BaseException as exc:
         res.append([mod, "error", (type(exc).__name__ + ": " + str(exc))[:300]])
-print(json.dumps(res))
+# after a newline of its own and flushed: a C extension's own stdout buffer (pybullet's "pybullet
+# build time" line) is written at the interpreter's exit, after this line
+sys.stdout.write("\n" + "PYREPRO-IMPORTS " + json.dumps(res) + "\n")
+sys.stdout.flush()
 """
 
 
@@ -577,6 +580,20 @@ def _import_probe() -> str:
     from pyrepro import toplevel
 
     return inspect.getsource(toplevel) + "\n" + _IMPORT_PROBE
+
+
+PROBE_MARK = "PYREPRO-IMPORTS "
+
+
+def probe_result(stdout: str) -> str:
+    """The import probe's JSON: its last line that starts with ``PROBE_MARK`` (installed code may
+    print before it, and a C extension's buffered output after it: ravens, corpus15 held, whose
+    pybullet's build-time line came after the result and made the check say the interpreter died
+    with exit 0). Raises ValueError when there is none."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(PROBE_MARK):
+            return line[len(PROBE_MARK):]
+    raise ValueError("no import probe result in the output")
 
 
 def module_owners(built: BuiltModel, modules: Iterable[str]) -> dict[str, tuple[str, ...]]:
@@ -706,7 +723,7 @@ def check_imports(spec: ModelSpec, built: BuiltModel, *, modules: Sequence[str] 
             done = runner([str(built.env_dir / "bin" / "python"), "-c", _import_probe(), json.dumps(request)],
                           env=env, check=False, timeout=1800, cwd=Path(work))
         try:
-            return [(r[0], r[1], r[2]) for r in json.loads(done.stdout.strip().splitlines()[-1])], done
+            return [(r[0], r[1], r[2]) for r in json.loads(probe_result(done.stdout))], done
         except (ValueError, IndexError, TypeError):
             return None, done
 

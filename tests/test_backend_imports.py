@@ -51,7 +51,7 @@ def test_import_probe__top_level_names_no_module__skipped_but_explicit_tried(tmp
     req = {"modules": ["libfake_explicit"], "distributions": ["fakedist"]}
     done = subprocess.run([sys.executable, "-c", run._import_probe(), json.dumps(req)], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(site)}, check=True)
-    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    rows = json.loads(run.probe_result(done.stdout))
     assert [r[:2] for r in rows] == [["libfake_explicit", "error"], ["fakemod", "ok"]]
 
 
@@ -179,3 +179,29 @@ def test_check_imports__the_interpreter_dies__each_module_alone_and_the_killer_n
     assert rows[1][:2] == ("always_dies", "error") and "the interpreter died importing it (exit -6)" in rows[1][2]
     one = run.check_imports(spec, built, modules=["always_dies"])
     assert one[0][:2] == ("always_dies", "error") and "the interpreter died importing it (exit -6)" in one[0][2]
+
+
+def test_check_imports__installed_code_prints_before_and_after_the_result__rows_still_read(tmp_path: Path) -> None:
+    """ravens (corpus15 held): pybullet's C code writes "pybullet build time: ..." through its own
+    stdout buffer, which reaches the pipe at the interpreter's exit, after the probe's result; the
+    check read the last line, found no result and said the interpreter died (exit 0). The result is
+    the last line with the probe's mark, wherever other output falls."""
+    import sys
+
+    from pyrepro.backends import BuiltModel
+
+    env, rt = tmp_path / "env", tmp_path / "rt"
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "python").symlink_to(sys.executable)
+    rt.mkdir()
+    # C's stdio buffer, as pybullet's printf: flushed when the process exits, after Python's own
+    (rt / "chatty.py").write_text(
+        "import ctypes\nprint('chatty says hello')\n"
+        "ctypes.CDLL(None).printf(b'pybullet build time: Nov 28 2023\\n')\n")
+    built = BuiltModel("m", "local", env, "k" * 20, tmp_path / "src", rt, "s" * 20, tmp_path / "l",
+                       "3.11.9", True, True, 0.0)
+    spec = load_registry(SC / "models").get("mini")
+    rows = run.check_imports(spec, built, modules=["chatty", "json"])
+    assert [(m, st) for m, st, _ in rows] == [("chatty", "ok"), ("json", "ok")], rows
+    with pytest.raises(ValueError):
+        run.probe_result("pybullet build time: Nov 28 2023\n[[\"x\", \"ok\", \"\"]]\n")

@@ -203,7 +203,7 @@ class PinProvider:
     def kind(self) -> str:
         """The kind of ``Moved`` that records it."""
         return {"lockstep": "lockstep", "import-version-check": "version-check",
-                "companion": "companion"}.get(self.rule, "provider-next")
+                "companion": "companion", "bundled-library": "bundled"}.get(self.rule, "provider-next")
 
 
 @dataclass(frozen=True)
@@ -899,6 +899,9 @@ def _after_imports(s: Situation) -> Move:
         move = _imports_older_python(s, inside)
         if move is not None:
             return move
+    move = _bundled(s, bad)
+    if move is not None:
+        return move
     accepted = accept_branches(s.imports, s.branches)
     if accepted is not None:
         return accepted
@@ -925,6 +928,38 @@ def _after_imports(s: Situation) -> Move:
         hint = ("pin the failing distribution to a release of the submission's time in model.toml "
                 "([[dependencies.pins]]), relock and rerun")
     return GiveUp(f"{len(bad)} of {len(s.imports)} modules fail to import: {first[0]}: {first[2][:200]}", hint)
+
+
+def _bundled(s: Situation, bad: list[tuple[str, str, str]]) -> PinProvider | None:
+    """An import failing for want of a system library that a later release of a locked distribution
+    bundles (the name table's ``[bundled]``): that distribution is held to that release or later
+    (rule ``bundled-library``), once (hifi-gan, corpus15 held, studied after its measurement:
+    librosa failed on "sndfile library not found" with soundfile 0.10.3 locked by the 2020 date; its
+    manylinux wheels carry libsndfile from 0.12.0)."""
+    from packaging.version import InvalidVersion, Version
+
+    from pyrepro.resolve import bundled_library
+
+    done = {pin for m in s.moves if m.kind == "bundled" for pin in m.pins}
+    for module, _status, message in bad:
+        lib = system_library(message)
+        entry = bundled_library(lib) if lib else None
+        if entry is None:
+            continue
+        dist, first, why = entry
+        locked, spec = s.locked.get(dist), f">={first}"
+        if not locked or (dist, spec) in done:
+            continue
+        try:
+            if Version(locked) >= Version(first):
+                continue
+        except InvalidVersion:
+            continue
+        return PinProvider(module, dist, locked, spec,
+                           f"{module} fails to import: installed code needs the system library {lib} ({message[:160]}); "
+                           f"{dist} {locked} was locked, and {dist} {first} and later bundle it ({why}), so {dist} is "
+                           f"held to {spec} (rule bundled-library)", rule="bundled-library", requirement=spec)
+    return None
 
 
 def accept_branches(rows: Sequence[tuple[str, str, str]], branches: Mapping[str, str]) -> AcceptBranches | None:

@@ -20,6 +20,7 @@ resolved by its first component that is not a namespace.
 from __future__ import annotations
 
 import functools
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -184,6 +185,17 @@ def abi_ceilings() -> tuple[tuple[str, str, tuple[str, ...], str], ...]:
                 msgs = tuple(str(m) for m in entry.get("messages", ()) if isinstance(m, str))
                 out.append((canonicalize_name(name), entry["below"], msgs, str(entry.get("reason", ""))))
     return tuple(out)
+
+
+def bundled_library(library: str) -> tuple[str, str, str] | None:
+    """(distribution, first release, reason) of the name table's ``[bundled]`` entry for a shared
+    library (``sndfile``, ``libsndfile.so.1`` or ``libsndfile.so``), or None."""
+    key = re.sub(r"\.so(?:\.[\d.]+)?$", "", library.strip())
+    key = key[3:] if key.startswith("lib") else key
+    entry = _table().get("bundled", {}).get(key)
+    if isinstance(entry, dict) and isinstance(entry.get("distribution"), str) and isinstance(entry.get("first"), str):
+        return canonicalize_name(entry["distribution"]), entry["first"], str(entry.get("reason", ""))
+    return None
 
 
 def build_tool(command: str) -> tuple[str, str] | None:

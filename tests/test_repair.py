@@ -793,8 +793,10 @@ def test_imports__a_system_library_is_missing__the_hint_names_it() -> None:
     system library, not "pin the failing distribution"; a missing shared object file likewise."""
     rows = (("numpy", "ok", ""), ("librosa", "error", "OSError: sndfile library not found"),
             ("kapre", "error", "OSError: sndfile library not found"))
+    # (once the bundled-library move was made: below)
     s = _s(python="2.7", python_stated=True, strategy="date-bounded", imports=rows,
-           locked={"librosa": "0.7.1", "kapre": "0.1.4", "soundfile": "0.10.3.post1"})
+           locked={"librosa": "0.7.1", "kapre": "0.1.4", "soundfile": "0.10.3.post1"},
+           moves=(repair.Moved("bundled", "imports", pins=(("soundfile", ">=0.12.0"),)),))
     move = repair.next_move(s)
     assert isinstance(move, repair.GiveUp) and "2 of 3 modules fail to import: librosa" in move.reason
     assert "system library sndfile" in move.hint and "pin the failing" not in move.hint
@@ -802,3 +804,25 @@ def test_imports__a_system_library_is_missing__the_hint_names_it() -> None:
     move = repair.next_move(replace(s, imports=(gl,)))
     assert isinstance(move, repair.GiveUp) and "system library libGL.so" in move.hint
     assert repair.system_library("ImportError: cannot import name 'foo'") is None
+
+
+def test_imports__missing_system_library_a_later_release_bundles__held_to_that_release_once() -> None:
+    """hifi-gan (corpus15 held, studied after its measurement): librosa fails with soundfile's
+    "sndfile library not found" (soundfile 0.10.3 of the 2020 date loads the system's libsndfile);
+    soundfile's manylinux wheels carry it from 0.12.0 (the name table's [bundled]). soundfile is held
+    to >=0.12.0 (rule bundled-library), once; a library the table does not know keeps the hint."""
+    row = ("librosa", "error", "OSError: sndfile library not found")
+    s = _s(python="3.7", strategy="date-bounded", imports=(row, ("numpy", "ok", "")),
+           locked={"soundfile": "0.10.3.post1", "librosa": "0.8.0"})
+    move = repair.next_move(s)
+    assert isinstance(move, repair.PinProvider) and move.rule == "bundled-library" and move.kind == "bundled"
+    assert (move.distribution, move.spec) == ("soundfile", "soundfile>=0.12.0")
+    assert "soundfile 0.12.0 and later bundle it" in move.reason
+    again = repair.next_move(replace(s, moves=(repair.Moved("bundled", "imports", pins=(("soundfile", ">=0.12.0"),)),)))
+    assert isinstance(again, repair.GiveUp) and "system library sndfile" in again.hint
+    newer = repair.next_move(replace(s, locked={"soundfile": "0.12.1"}))
+    assert isinstance(newer, repair.GiveUp)
+    other = repair.next_move(replace(s, imports=(("cv2", "error", "ImportError: libGL.so.1: cannot open shared "
+                                                                  "object file: No such file or directory"),
+                                                 ("numpy", "ok", ""))))
+    assert isinstance(other, repair.GiveUp) and "libGL.so" in other.hint

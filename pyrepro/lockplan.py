@@ -308,10 +308,12 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
             return LookUp(uploads=missing)
         own = _project_bounds(s, problems, reqs, bound) if s.per_package else ()
         if own:
-            why = "; ".join(f"{pkg} was first published {day}" for pkg, day, _ in own)
-            return Try("relaxed", reqs, bound, package_bounds=(*s.package_bounds, *((p, n) for p, _d, n in own)),
+            why = "; ".join(f"{pkg} was first published {day}" if not floor else
+                            f"the first release of {pkg} that satisfies {pkg}{floor} was uploaded {day}"
+                            for pkg, day, _n, floor in own)
+            return Try("relaxed", reqs, bound, package_bounds=(*s.package_bounds, *((p, n) for p, _d, n, _f in own)),
                        bound_note=f"date bound {bound} kept; {why}, after it: "
-                                  f"{', '.join(f'{p} up to {n}' for p, _d, n in own)} (a bound of its own)")
+                                  f"{', '.join(f'{p} up to {n}' for p, _d, n, _f in own)} (a bound of its own)")
         moved = later_bound(problems, reqs, bound, s.uploaded)
         if moved is not None and moved[0] not in {b for b, _ in s.bound_moves}:
             return Try("relaxed", reqs, moved[0], bound_note=f"date bound {bound} -> {moved[0]}: {moved[1]}")
@@ -331,10 +333,13 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
 
 
 def _project_bounds(s: Situation, problems: Sequence[relax.Problem], reqs: Sequence[str],
-                    bound: str) -> tuple[tuple[str, str, str], ...]:
-    """(project, first upload day, its own bound) of every unpinned requirement the resolver found
-    no release of under ``bound`` whose project was first published on or after it, and which has
-    no bound of its own yet."""
+                    bound: str) -> tuple[tuple[str, str, str, str], ...]:
+    """(project, first upload day, its own bound, floor) of every unpinned requirement the resolver
+    found no release of under ``bound`` whose project was first published on or after it, and of
+    every requirement with a floor (``soundfile>=0.12.0``, ``floor`` ">=0.12.0") whose first release
+    that satisfies it came after it (hifi-gan, corpus15 held, studied after its measurement: the
+    repair rule bundled-library held soundfile to >=0.12.0 of 2023 under a 2020 bound; moving the
+    bound of all would take every other release to 2023), when it has no bound of its own yet."""
     try:
         current = dt.date.fromisoformat(bound)
     except ValueError:
@@ -343,9 +348,10 @@ def _project_bounds(s: Situation, problems: Sequence[relax.Problem], reqs: Seque
     out = []
     for pkg, version, _req in direct_not_found(problems, reqs):
         day = s.uploaded.get((pkg, version))
-        if version or pkg in have or day is None or day < current:
+        floor = version if version[:2] in (">=", "~=") or version[:1] == ">" else ""
+        if (version and not floor) or pkg in have or day is None or day < current:
             continue
-        out.append((pkg, day.isoformat(), (day + dt.timedelta(days=1)).isoformat()))
+        out.append((pkg, day.isoformat(), (day + dt.timedelta(days=1)).isoformat(), floor))
     return tuple(dict.fromkeys(out))
 
 

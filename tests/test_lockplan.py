@@ -527,6 +527,25 @@ def test_plan__per_package_resolver__a_project_first_published_after_the_bound_g
     assert isinstance(moved, lockplan.Try) and moved.bound == "2017-01-28" and not moved.package_bounds
 
 
+def test_plan__per_package_resolver__a_floor_first_satisfied_after_the_bound_gets_a_bound_of_its_own() -> None:
+    """hifi-gan (corpus15 held, studied after its measurement): the repair rule bundled-library held
+    soundfile to >=0.12.0 (2023-02-15) under a 2020 bound. A per-project resolver gives soundfile a
+    bound of its own, the day after that release; the others keep 2020."""
+    pip_says = ("ERROR: Could not find a version that satisfies the requirement soundfile>=0.12.0 (from -r r.in "
+                "(line 1)) (from versions: 0.10.3.post1)\nERROR: No matching distribution found for soundfile>=0.12.0\n")
+    sit = lockplan.start(("librosa", "soundfile>=0.12.0"), first="date-bounded", era_bound="2020-10-01",
+                         per_package=True)
+    m = lockplan.next_move(sit)
+    sit = sit.after(m, _fail(m, pip_says))  # type: ignore[arg-type]
+    ask = lockplan.next_move(sit)
+    assert isinstance(ask, lockplan.LookUp) and ask.uploads == (("soundfile", ">=0.12.0"),)
+    sit = sit.learn(uploaded={("soundfile", ">=0.12.0"): dt.date(2023, 2, 15)})
+    own = lockplan.next_move(sit)
+    assert isinstance(own, lockplan.Try) and own.bound == "2020-10-01"
+    assert own.package_bounds == (("soundfile", "2023-02-16"),)
+    assert "the first release of soundfile that satisfies soundfile>=0.12.0 was uploaded 2023-02-15" in own.bound_note
+
+
 def test_date_bound_index__a_project_with_a_bound_of_its_own__its_page_lists_files_by_that_bound() -> None:
     from pyrepro.dateindex import DateBoundIndex
 

@@ -390,6 +390,11 @@ def diagnose(text: str) -> tuple[Problem, ...]:
     for m in _UV_NOT_IN_REGISTRY.finditer(" ".join(text.split())):
         # a name the index has no project of (neural-holography, corpus14 held: FLIR's PyCapture2)
         add(Problem("not-found", package=canonicalize_name(m.group(1)), excerpt=m.group(0)[:200]))
+    for m in _UV_FILTERED.finditer(" ".join(text.split())):
+        # uv's "only soundfile<=0.10.3.post1 is available and you require soundfile>=0.12.0" under a
+        # date bound, with its hint that the project was filtered by exclude-newer: no release by
+        # the bound satisfies the requirement (hifi-gan, corpus15 held, after the bundled-library move)
+        add(Problem("not-found", package=canonicalize_name(m.group(1)), excerpt=m.group(0)[:200]))
     for m in _UV_NO_VERSION.finditer(" ".join(text.split())):
         spec = (m.group(2) or "").rstrip(".,")
         add(Problem("not-found", package=canonicalize_name(m.group(1)),
@@ -507,6 +512,7 @@ _UV_DEPENDS = re.compile(r"(?:all versions of|only|every version of)?\s*([A-Za-z
 _UV_NO_VERSION = re.compile(r"there (?:is no version|are no versions) of\s+([A-Za-z0-9][A-Za-z0-9._-]*)"
                             r"(?:\{[^}]*\})?(==[^\s,]+)?")
 _UV_NOT_IN_REGISTRY = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*) was not found in the package registry")
+_UV_FILTERED = re.compile(r"`([A-Za-z0-9][A-Za-z0-9._-]*)` was filtered by `exclude-newer`")
 _UV_REQUIRE = re.compile(r"you require\s+([A-Za-z0-9][A-Za-z0-9._\[\]-]*[^\s,]*)")
 
 

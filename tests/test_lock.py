@@ -1465,6 +1465,31 @@ def test_relax__uv_no_project_in_the_registry__not_found_not_unknown() -> None:
     assert step is not None and (step.rule, step.after) == ("rename", "pot==0.7.0")
 
 
+def test_relax__uv_requirement_filtered_out_by_the_date_bound__not_found_and_a_bound_of_its_own() -> None:
+    """hifi-gan (corpus15 held, after the bundled-library move held soundfile to >=0.12.0 under a
+    2020 bound): uv says only soundfile<=0.10.3.post1 is available, and that soundfile was filtered by
+    exclude-newer. That had been "unknown", and the requirement was dropped as unimported; it is
+    not-found, so the plan gives soundfile a bound of its own."""
+    import datetime as dt
+
+    from pyrepro import lockplan, relax
+
+    text = ("error: No solution found when resolving dependencies\n  cause: Because only soundfile<=0.10.3.post1 is "
+            "available and you require soundfile>=0.12.0, we can conclude that your requirements are unsatisfiable.\n"
+            "hint: `soundfile` was filtered by `exclude-newer` to only include packages uploaded before "
+            "2020-02-04T00:00:00Z. The latest version satisfying the requirement is v0.14.0, published at "
+            "2026-06-06T08:58:33.269Z. Consider using `exclude-newer-package` to override the cutoff for this package.")
+    assert [(p.kind, p.package) for p in relax.diagnose(text)] == [("not-found", "soundfile")]
+    sit = lockplan.start(("librosa", "soundfile>=0.12.0"), first="date-bounded", era_bound="2020-02-04",
+                         per_package=True)
+    m = lockplan.next_move(sit)
+    sit = sit.after(m, lockplan.Tried(m.strategy, m.requirements, m.bound, False,  # type: ignore[union-attr,arg-type]
+                                      relax.diagnose(text), text, resolver="uv"))
+    sit = sit.learn(uploaded={("soundfile", ">=0.12.0"): dt.date(2023, 2, 15)})
+    own = lockplan.next_move(sit)
+    assert isinstance(own, lockplan.Try) and own.package_bounds == (("soundfile", "2023-02-16"),)
+
+
 def test_lock_request__uv_first__a_pins_dependency_needs_a_newer_python__relocks_with_a_later_release(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Through lock_request, uv first (as reproduce locks): uv's explanation is read, the pin moves

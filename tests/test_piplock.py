@@ -328,11 +328,12 @@ def test_python_27__real_pip_lock_virtualenv_build_and_import_check(tmp_path: Pa
 
     proc.run([str(env / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps", "-r",
               str(tmp_path / "req.txt")], timeout=600)
+    from pyrepro import run
     from pyrepro.run import _import_probe
 
     done = proc.run([str(env / "bin" / "python"), "-c", _import_probe(),
                      '{"modules": ["six", "no_such_mod"], "distributions": ["six"], "folders": {}}'], timeout=120)
-    rows = __import__("json").loads(done.stdout.strip().splitlines()[-1])
+    rows = __import__("json").loads(run.probe_result(done.stdout))
     assert ["six", "ok", ""] in rows and any(r[0] == "no_such_mod" and "No module named" in r[2] for r in rows)
     shutil.rmtree(env, ignore_errors=True)
 

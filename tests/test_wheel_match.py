@@ -194,7 +194,7 @@ def test_toplevel__the_import_probe_carries_it__runs_on_the_oldest_python(tmp_pa
     out = subprocess.run([str(py), "-c", src, json.dumps({"modules": ["json"], "distributions": ["fake-dist"]})],
                          capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == [["json", "ok", ""], ["fakemod", "ok", ""]]
+    assert json.loads(run.probe_result(out.stdout)) == [["json", "ok", ""], ["fakemod", "ok", ""]]
     probe = src.split("import importlib, json, os, re, sys, sysconfig", 1)[0] + (
         "print(sorted(top_levels_of(['a/__init__.py', 'b.py', 'x-1.dist-info/RECORD'])))")
     out2 = subprocess.run([str(py), "-c", probe], capture_output=True, text=True, timeout=60)

@@ -887,7 +887,8 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                 # shipping theano, whose own import passes)
                 clashes = run_mod.module_owners(built, [r[0] for r in rows])
                 move = plan(_situation(spec, online=online, moves=moves, imports=tuple(tuple(r) for r in rows),
-                                       clashes=clashes, branches=run_mod.branch_only_modules(spec, built)),
+                                       clashes=clashes, branches=run_mod.branch_only_modules(
+                                           spec, built, failing=[r[0] for r in rows if r[1] != "ok"])),
                             index=index, runner=runner, before=spec.submitted)
                 if isinstance(move, repair.AcceptBranches):
                     accepted = move

@@ -640,19 +640,78 @@ def unchecked_modules(spec: ModelSpec, built: BuiltModel) -> list[str]:
     return _import_plan(spec, built)[1]
 
 
-def branch_only_modules(spec: ModelSpec, built: BuiltModel) -> dict[str, str]:
+def branch_only_modules(spec: ModelSpec, built: BuiltModel, failing: Iterable[str] = ()) -> dict[str, str]:
     """Checked module -> where it is imported, for each module every one of whose required imports
     sits under a run-time ``if`` ("train.py:45 (under `args.use_apex`)"): the code runs without it
-    when that branch is not taken (``scan.ImportRecord.branch``)."""
-    return _import_plan(spec, built)[2]
+    when that branch is not taken (``scan.ImportRecord.branch``). For the modules of ``failing``,
+    also one imported only inside module-level functions that nothing in the folder refers to
+    (``uncalled``)."""
+    plan = _import_plan(spec, built)
+    out = dict(plan[2])
+    for mod in failing:
+        if mod not in out and plan[3].get(mod):
+            where = uncalled(built.src_dir, plan[3][mod])
+            if where:
+                out[mod] = where
+    return out
+
+
+# where a function may be referred to: code, notebooks, scripts, configuration and documentation
+_REFERENCE_SUFFIXES = (".py", ".ipynb", ".sh", ".cfg", ".toml", ".txt", ".yml", ".yaml", ".json", ".md", ".rst")
+
+
+def uncalled(root: Path, locations: Sequence[Any]) -> str | None:
+    """Where a module is imported, when every one of ``locations`` (``scan.Location``) sits inside
+    a module-level, undecorated function of a .py file whose name nothing else in the folder
+    mentions (no call, no reference, in no code or configuration file): "FARZ.py:269 (in props(),
+    which nothing in the folder refers to)". Dead code from the submission's point of view
+    (seirs-network-epidemic, corpus15 held: ``import plotNets`` inside FARZ.py's demo ``props()``).
+    None otherwise: a notebook cell, a method, a decorated function (a framework calls it), a file
+    that does not parse, or a name mentioned anywhere but its own ``def``."""
+    import ast
+    import re
+
+    funcs: list[tuple[str, Any]] = []
+    trees: dict[str, Any] = {}
+    for loc in locations:
+        if getattr(loc, "cell", None) is not None or not getattr(loc, "line", None) or not str(loc.path).endswith(".py"):
+            return None
+        if loc.path not in trees:
+            try:
+                trees[loc.path] = ast.parse((root / loc.path).read_text(encoding="utf-8", errors="replace"))
+            except (OSError, SyntaxError, ValueError):
+                return None
+        fn = next((n for n in trees[loc.path].body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and n.lineno <= loc.line <= (n.end_lineno or n.lineno)), None)
+        if fn is None or fn.decorator_list:
+            return None
+        funcs.append((fn.name, loc))
+    if not funcs:
+        return None
+    texts: list[str] = []
+    for p in sorted(root.rglob("*")):
+        if p.suffix in _REFERENCE_SUFFIXES and p.is_file() and ".git" not in p.parts:
+            try:
+                if p.stat().st_size <= 4 << 20:
+                    texts.append(p.read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                continue
+    for name in {n for n, _loc in funcs}:
+        mentioned = sum(len(re.findall(rf"\b{re.escape(name)}\b", t)) for t in texts)
+        defined = sum(len(re.findall(rf"\bdef\s+{re.escape(name)}\b", t)) for t in texts)
+        if mentioned > defined:
+            return None
+    name, loc = funcs[0]
+    return f"{loc} (in {name}(), which nothing in the folder refers to)"
 
 
 #: the last plan, keyed by what it was computed from: the import stage asks for the modules and
 #: then for what was left out, of one staged source (content-addressed), and is answered by one scan
-_LAST_PLAN: list[tuple[tuple[str, ...], tuple[list[str], list[str], dict[str, str]]]] = []
+_LAST_PLAN: list[tuple[tuple[str, ...], tuple[list[str], list[str], dict[str, str], dict[str, tuple[Any, ...]]]]] = []
 
 
-def _import_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[str], dict[str, str]]:
+def _import_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[str], dict[str, str],
+                                                              dict[str, tuple[Any, ...]]]:
     key = (built.src_key, str(built.src_dir), str(built.runtime_dir), spec.python, repr(spec.module_mapping),
            repr(spec.dependencies.remove))
     if _LAST_PLAN and _LAST_PLAN[0][0] == key:
@@ -662,15 +721,16 @@ def _import_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[st
     return plan
 
 
-def _scan_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[str], dict[str, str]]:
+def _scan_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[str], dict[str, str],
+                                                            dict[str, tuple[Any, ...]]]:
     try:
         from pyrepro.scan import scan_path
     except ImportError:  # the scanner is optional here: the distributions' modules still get imported
-        return [], [], {}
+        return [], [], {}, {}
     try:
         res = scan_path(built.src_dir, python=spec.python, mapping=spec.module_mapping)
     except Exception:  # a scan failure must not hide the import check; distributions are still checked
-        return [], [], {}
+        return [], [], {}, {}
     from packaging.utils import canonicalize_name
 
     runtime = {p.stem for p in built.runtime_dir.iterdir()} if built.runtime_dir.is_dir() else set()
@@ -684,6 +744,7 @@ def _scan_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[str]
     out: set[str] = set()
     left_out: list[str] = []
     branches: dict[str, str] = {}
+    where: dict[str, tuple[Any, ...]] = {}
     for r in res.imports:
         dist = r.distribution or r.guess or (r.module if r.resolved_with == "unresolved" else None)
         if not dist or r.optional or r.module in runtime or canonicalize_name(dist) in removed:
@@ -694,9 +755,10 @@ def _scan_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[str]
                             f"provides it)")
             continue
         out.add(r.module)
+        where[r.module] = tuple(r.locations)
         if r.branch:
             branches[r.module] = r.branch
-    return sorted(out), left_out, branches
+    return sorted(out), left_out, branches, where
 
 
 def check_imports(spec: ModelSpec, built: BuiltModel, *, modules: Sequence[str] = (),

@@ -92,7 +92,8 @@ def register(app: typer.Typer) -> None:
         built = local.build(spec, paths, progress=CliProgress(enabled=not as_json))
         rows = run.check_imports(spec, built)
         bad = [r for r in rows if r[1] != "ok"]
-        accepted = repair.accept_branches(rows, run.branch_only_modules(spec, built)) if bad else None
+        accepted = repair.accept_branches(rows, run.branch_only_modules(
+            spec, built, failing=[r[0] for r in bad])) if bad else None
         rec = {"model": spec.name, "env_key": built.env_key, "results": [list(r) for r in rows],
                "accepted": [list(m) for m in accepted.modules] if accepted else []}
         out = paths.cache / "imports" / f"{spec.name}.json"

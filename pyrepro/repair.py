@@ -143,8 +143,8 @@ class Situation:
     # top-level module -> the installed distributions that all ship it (two or more: one's files
     # overwrote the other's), for the modules of the last import check
     clashes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    # checked module -> where it is imported, for modules imported only under a run-time ``if``
-    # (``run.branch_only_modules``)
+    # checked module -> where it is imported, for modules imported only under a run-time ``if`` or
+    # in functions nothing refers to (``run.branch_only_modules``)
     branches: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -242,9 +242,10 @@ class SourceToIndex:
 
 @dataclass(frozen=True)
 class AcceptBranches:
-    """The import check passes: every module that still fails is imported only under a run-time
-    condition (the code runs without it when that branch is not taken), and another module
-    imports. ``modules``: (module, where, its failure)."""
+    """The import check passes: every module that still fails is imported only where a run may
+    never go (under a run-time condition, or in a function nothing in the folder refers to:
+    ``run.branch_only_modules``), and another module imports. ``modules``: (module, where, its
+    failure)."""
     modules: tuple[tuple[str, str, str], ...]
 
     @property

@@ -990,9 +990,9 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
             good = [r for r in rows if r[1] == "ok"]
             stages.append(Stage("imports", "ok", clock() - t0, f"{len(good)} modules import: "
                                 + ", ".join(r[0] for r in good[:8]) + (" ..." if len(good) > 8 else "")
-                                + (f"; {len(accepted.modules)} imported only under a run-time condition do not, and "
-                                   f"the code runs without them when that branch is not taken: {accepted.summary}"
-                                   if accepted else "")
+                                + (f"; {len(accepted.modules)} imported only where a run may never go (under a "
+                                   f"run-time condition, or in a function nothing refers to) do not: "
+                                   f"{accepted.summary}" if accepted else "")
                                 + (f"; not checked: {'; '.join(aside)}" if (aside := run_mod.unchecked_modules(
                                     spec, built)) else "")))
         except PyreproError as exc:

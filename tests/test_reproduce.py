@@ -1687,8 +1687,9 @@ def test_reproduce_cli__only_a_module_under_a_run_time_if_fails__imports_pass_na
     code, row, locks = _branch_run(write_files, monkeypatch, capsys,
                                    {"train.py": "import numpy\nif args.use_apex:\n    from apex import amp\n"})
     assert code == 0, row
-    assert row["status"] == "ok" and row["detail"].startswith("1 modules import: numpy; 1 imported only under a "
-                                                              "run-time condition do not")
+    assert row["status"] == "ok" and row["detail"].startswith("1 modules import: numpy; 1 imported only where a run "
+                                                              "may never go (under a run-time condition, or in a "
+                                                              "function nothing refers to) do not")
     assert "apex (train.py:3 (under `args.use_apex`)): ModuleNotFoundError: No module named 'apex'" in row["detail"]
     assert len(locks) == 1  # no relock was tried for it
 

@@ -112,8 +112,8 @@ def register(app: typer.Typer) -> None:
                                   "([source] subdir, [dependencies] scanned)")
         if accepted is not None:  # the same verdict as reproduce's import stage
             if not as_json:
-                typer.echo(f"imported only under a run-time condition, and the code runs without them when that "
-                           f"branch is not taken: {accepted.summary}")
+                typer.echo(f"imported only where a run may never go (under a run-time condition, or in a function "
+                           f"nothing refers to), and not importable: {accepted.summary}")
         elif bad:
             raise BuildError(f"{len(bad)} of {len(rows)} modules fail to import in {spec.name}'s environment")
 

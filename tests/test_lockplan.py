@@ -497,6 +497,20 @@ def test_plan__bound_moved_for_a_later_project_that_still_is_not_found__the_move
     assert isinstance(nxt, lockplan.Try) and nxt.bound == "2020-01-02" and not nxt.bound_note
 
 
+def _bounded_attempt_fails(declared: tuple[str, ...], bound: str, says: str, asked: tuple[str, str],
+                           day: dt.date) -> tuple[lockplan.Situation, object]:
+    """A per-project resolver's first, date-bounded attempt fails with ``says``; the plan asks for
+    the upload day of ``asked`` (project, version or floor), learns ``day``, and moves: (situation,
+    that move)."""
+    sit = lockplan.start(declared, first="date-bounded", era_bound=bound, per_package=True)
+    m = lockplan.next_move(sit)
+    sit = sit.after(m, _fail(m, says))  # type: ignore[arg-type]
+    ask = lockplan.next_move(sit)
+    assert isinstance(ask, lockplan.LookUp) and ask.uploads == (asked,)
+    sit = sit.learn(uploaded={asked: day})
+    return sit, lockplan.next_move(sit)
+
+
 def test_plan__per_package_resolver__a_project_first_published_after_the_bound_gets_a_bound_of_its_own() -> None:
     """diagnose-heart (corpus12 dev, Python 2.7, bounded by Lasagne 0.1's day, 2015-08-14): pip found
     no dicom (first published 2017-01-27). Moving the bound of all to 2017 and then 2018 (for
@@ -504,13 +518,8 @@ def test_plan__per_package_resolver__a_project_first_published_after_the_bound_g
     project (uv, pip's date-bounded index) gives dicom a bound of its own; the others keep 2015."""
     pip_says = ("ERROR: Could not find a version that satisfies the requirement dicom (from -r r.in (line 1)) "
                 "(from versions: none)\nERROR: No matching distribution found for dicom\n")
-    sit = lockplan.start(("dicom", "theano"), first="date-bounded", era_bound="2015-08-14", per_package=True)
-    m = lockplan.next_move(sit)
-    sit = sit.after(m, _fail(m, pip_says))  # type: ignore[arg-type]
-    ask = lockplan.next_move(sit)
-    assert isinstance(ask, lockplan.LookUp) and ask.uploads == (("dicom", ""),)
-    sit = sit.learn(uploaded={("dicom", ""): dt.date(2017, 1, 27)})
-    own = lockplan.next_move(sit)
+    sit, own = _bounded_attempt_fails(("dicom", "theano"), "2015-08-14", pip_says, ("dicom", ""),
+                                      dt.date(2017, 1, 27))
     assert isinstance(own, lockplan.Try) and own.bound == "2015-08-14"
     assert own.package_bounds == (("dicom", "2017-01-28"),) and "dicom up to 2017-01-28" in own.bound_note
     sit = sit.after(own, _fail(own, pip_says.replace("dicom", "cv2")))
@@ -533,14 +542,8 @@ def test_plan__per_package_resolver__a_floor_first_satisfied_after_the_bound_get
     bound of its own, the day after that release; the others keep 2020."""
     pip_says = ("ERROR: Could not find a version that satisfies the requirement soundfile>=0.12.0 (from -r r.in "
                 "(line 1)) (from versions: 0.10.3.post1)\nERROR: No matching distribution found for soundfile>=0.12.0\n")
-    sit = lockplan.start(("librosa", "soundfile>=0.12.0"), first="date-bounded", era_bound="2020-10-01",
-                         per_package=True)
-    m = lockplan.next_move(sit)
-    sit = sit.after(m, _fail(m, pip_says))  # type: ignore[arg-type]
-    ask = lockplan.next_move(sit)
-    assert isinstance(ask, lockplan.LookUp) and ask.uploads == (("soundfile", ">=0.12.0"),)
-    sit = sit.learn(uploaded={("soundfile", ">=0.12.0"): dt.date(2023, 2, 15)})
-    own = lockplan.next_move(sit)
+    _sit, own = _bounded_attempt_fails(("librosa", "soundfile>=0.12.0"), "2020-10-01", pip_says,
+                                       ("soundfile", ">=0.12.0"), dt.date(2023, 2, 15))
     assert isinstance(own, lockplan.Try) and own.bound == "2020-10-01"
     assert own.package_bounds == (("soundfile", "2023-02-16"),)
     assert "the first release of soundfile that satisfies soundfile>=0.12.0 was uploaded 2023-02-15" in own.bound_note

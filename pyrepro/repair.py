@@ -536,7 +536,8 @@ def _after_build(s: Situation) -> Move:
             # releases that bound it (memory-knowledge-tracing, corpus15 dev: mxnet 1.9.1 holds
             # numpy<2, numpy 1.26.4 has no wheel for 3.13; numpy 2.1.0 took mxnet back to 2017)
             older = _with_rule(_older_python(s, crossing, across=True), "sdist-to-older-python")
-            if older is not None and not _interpreter(s, older[0]):
+            been = {m.python for m in s.moves if m.kind == "python"}  # never back to a Python left before
+            if older is not None and older[0] not in been and not _interpreter(s, older[0]):
                 steps, move = [], older
         if not steps and move is None:
             move = _with_rule(_older_python(s, set()), "sdist-to-older-python")

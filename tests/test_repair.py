@@ -80,6 +80,11 @@ def test_sdist__wheel_only_in_another_major_version__a_guessed_python_moves_inst
     within = {"numpy": {"1.26.3": {"3.12"}, "1.26.4": {"3.12", "3.13"}}}
     same = Oracle(within).answer(_s(python="3.13", sdists=(("numpy", "1.26.3"),)))
     assert isinstance(same, repair.PinWheels) and same.steps[0].after == "numpy==1.26.4"
+    # a Python moved to before (3.12, then back to 3.13 by another rule) is not moved to again: the
+    # property test below found that loop
+    been = (repair.Moved("python", "build", ok=False, python="3.12"), repair.Moved("python", "build", python="3.13"))
+    back = Oracle(wheels).answer(_s(python="3.13", sdists=(("numpy", "1.26.4"),), moves=been))
+    assert not (isinstance(back, repair.MovePython) and back.python == "3.12"), back
     # that Python is not on this machine: the wheel move stands
     missing = Oracle(wheels, pythons={"3.13"}).answer(_s(python="3.13", sdists=(("numpy", "1.26.4"),)))
     assert isinstance(missing, repair.PinWheels) and missing.steps[0].after == "numpy==2.1.0"

@@ -38,7 +38,8 @@ far and the facts looked up) and ``next_move`` returns exactly one move:
   wheel for a Python, upload days, which interpreters exist); the caller looks them up,
   ``Facts.learn``s them and asks again;
 - ``AcceptBranches``: nothing more to try, and every module that still fails is imported only
-  under a run-time ``if`` (``accept_branches``): the import check passes and names them;
+  under a run-time ``if`` or in functions nothing refers to (``accept_branches``): the import
+  check passes and names them;
 - ``GiveUp``: nothing more to try, with the reason and the next step a person would take.
 
 The situations are, in this order: extra sources the build could not find (``unavailable``), a lock that failed because the resolver found no release of an
@@ -965,11 +966,11 @@ def _bundled(s: Situation, bad: list[tuple[str, str, str]]) -> PinProvider | Non
 
 
 def accept_branches(rows: Sequence[tuple[str, str, str]], branches: Mapping[str, str]) -> AcceptBranches | None:
-    """The import check's verdict when only modules imported under a run-time condition fail
-    (pocket2mol's ``from apex import amp`` under ``if use_apex``, stid's ``import tvm`` in one
-    architecture's branch): it passes, naming them, when at least one other module imports. A
-    module imported anywhere unconditionally, a failure of the probe itself ("*") or a check where
-    nothing imports is never accepted."""
+    """The import check's verdict when only modules that ``branches`` places where a run may never
+    go fail (pocket2mol's ``from apex import amp`` under ``if use_apex``; seirs-network-epidemic's
+    ``import plotNets`` inside a function nothing calls): it passes, naming them, when at least one
+    other module imports. A module imported anywhere unconditionally, a failure of the probe itself
+    ("*") or a check where nothing imports is never accepted."""
     bad = [r for r in rows if r[1] != "ok"]
     if not bad or not any(r[1] == "ok" for r in rows):
         return None

@@ -567,9 +567,12 @@ for mod in wanted:
         res.append([mod, "error", (type(exc).__name__ + ": " + str(exc))[:300]])
 # after a newline of its own and flushed: a C extension's own stdout buffer (pybullet's "pybullet
 # build time" line) is written at the interpreter's exit, after this line
-sys.stdout.write("\n" + "PYREPRO-IMPORTS " + json.dumps(res) + "\n")
+sys.stdout.write("\n" + __PROBE_MARK__ + json.dumps(res) + "\n")
 sys.stdout.flush()
 """
+
+
+PROBE_MARK = "PYREPRO-IMPORTS "
 
 
 def _import_probe() -> str:
@@ -579,10 +582,8 @@ def _import_probe() -> str:
 
     from pyrepro import toplevel
 
-    return inspect.getsource(toplevel) + "\n" + _IMPORT_PROBE
-
-
-PROBE_MARK = "PYREPRO-IMPORTS "
+    probe = _IMPORT_PROBE.replace("__PROBE_MARK__", repr(PROBE_MARK))
+    return inspect.getsource(toplevel) + "\n" + probe
 
 
 def probe_result(stdout: str) -> str:

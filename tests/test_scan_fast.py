@@ -37,6 +37,8 @@ SNIPPETS = [
     "subprocess.run(['python', 'train.py', '--epochs', '2'])\n",
     "sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'lib'))\n",
     "if True: import yaml\n",
+    "if False:\n    import pandas\nelse:\n    import numpy\n",
+    "if 0:\n    import h5py\n",
     "x = 1; import h5py\n",
     "with contextlib.suppress(ImportError):\n    import tqdm\n",
     "for i in range(3):\n    import ase\n",

@@ -186,6 +186,29 @@ def test_scan__three_kinds__required_optional_conditional(write_files: Write,
     assert kinds["numpy"] == "required" and kinds["ujson"] == "optional" and kinds["win32api"] == "conditional"
 
 
+def test_scan__imports_in_code_that_never_runs__optional_not_required(
+        write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
+    """``if False:`` / ``if 0:`` bodies and ``if True:``'s else never run (Python compiles them
+    away): their imports are noted as optional, never required, and carry no branch."""
+    root = write_files({"run.py": """
+        import numpy
+        if False:
+            import pandas
+        if 0:
+            import h5py
+        else:
+            import scipy
+        if True:
+            import yaml
+        else:
+            import ujson
+    """})
+    out = scan_json(root, capsys)
+    assert out["required"] == ["numpy", "pyyaml", "scipy"]
+    assert out["optional"] == ["h5py", "pandas", "ujson"]
+    assert not any(i.get("branch") for i in out["imports"])
+
+
 def test_scan__imports_under_a_run_time_if__still_required_and_located_with_the_condition(
         write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
     """An import under a run-time ``if`` (a flag, an architecture's name) stays a requirement (the
@@ -217,7 +240,8 @@ def test_scan__imports_under_a_run_time_if__still_required_and_located_with_the_
     assert branch["apex"] == "train.py:4 (under `args.use_apex`)"
     assert branch["tvm"] == "train.py:6 (under `args.model == 'tvm'`)"
     assert branch["torch"] == "train.py:8 (under `not (args.model == 'tvm')`)"
-    assert branch["networkx"] == "train.py:12 (under `True`)"
+    # ``if True:`` is no condition: the branch is the enclosing run-time ``if``
+    assert branch["networkx"] == "train.py:12 (under `name in ('graph', 'gcn')`)"
     for unconditional in ("numpy", "scipy", "pandas", "matplotlib", "win32api"):
         assert branch[unconditional] is None, unconditional  # plot.py imports matplotlib unconditionally
     kinds = {i["module"]: i["kind"] for i in out["imports"]}

@@ -522,6 +522,15 @@ def _walk_statements(v: _Visitor, body: list[ast.stmt], hot: frozenset[int] = fr
             v.optional -= 1
             _walk_statements(v, stmt.orelse, hot)
             continue
+        if isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Constant):
+            # ``if False:`` / ``if 0:`` never runs its body (and ``if True:`` never its else):
+            # imports there are noted as optional, never required
+            dead, live = (stmt.orelse, stmt.body) if stmt.test.value else (stmt.body, stmt.orelse)
+            v.optional += 1
+            _walk_statements(v, dead, hot)
+            v.optional -= 1
+            _walk_statements(v, live, hot)
+            continue
         if isinstance(stmt, ast.If) and (guard := markers.marker_of(stmt.test)) is not None:
             _calls_in_header(v, stmt, hot)
             v.markers.append(guard)

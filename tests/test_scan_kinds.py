@@ -511,3 +511,26 @@ def test_scan__sphinx_conf_imports__optional_never_required(write_files: Write,
     assert {d.lower() for d in data["required"]} == {"numpy", "pyyaml"}
     kinds = {i["module"]: i["kind"] for i in data["imports"]}
     assert kinds["sphinx_rtd_theme"] == kinds["recommonmark"] == "optional" and kinds["yaml"] == "required"
+
+
+def test_scan__imports_whose_pypi_namesake_is_another_project__mapped_not_guessed(
+        write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
+    """``import acme`` is DeepMind's Acme, not Let's Encrypt's ``acme``; ``community`` is
+    python-louvain, ``pyro`` pyro-ppl, ``tree`` dm-tree: PyPI's namesakes ship the same top-level
+    module, so the import-provider's evidence would take the wrong project. The name table decides,
+    and no guess is left for review."""
+    root = write_files({"train.py": """
+        import acme
+        import community as community_louvain
+        import pyro.distributions as dist
+        import tree
+        import sonnet as snt
+        from jose import jwt
+        import imblearn
+        import pycrfsuite
+        import gin
+    """})
+    out = scan_json(root, capsys)
+    assert out["required"] == ["dm-acme", "dm-sonnet", "dm-tree", "gin-config", "imbalanced-learn",
+                               "pyro-ppl", "python-crfsuite", "python-jose", "python-louvain"]
+    assert out["guesses"] == []

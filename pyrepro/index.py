@@ -444,7 +444,9 @@ class WheelIndex(Index):
             return None
         f = min(sdists, key=lambda x: int(x.get("size") or 1 << 62))
         fname = str(f["filename"])
-        path = self.cache / "index" / "top-level" / f"{fname}.json" if self.cache else None
+        # "sdist-2": read with the sdist's own top_level.txt and root .pyx modules (older entries,
+        # which missed sparsesvd's extension module, are not reused)
+        path = self.cache / "index" / "top-level" / "sdist-2" / f"{fname}.json" if self.cache else None
         cached = _cache_read(path)
         if cached is not None:
             return frozenset(cached), fname
@@ -456,15 +458,49 @@ class WheelIndex(Index):
         names = _archive_names(body, fname)
         if names is None:
             return None
-        from pyrepro.toplevel import sdist_top_levels
+        from pyrepro.toplevel import said_top_levels, sdist_top_levels
 
-        tops = sdist_top_levels(names)
+        # what the sdist says of itself (setuptools' egg-info at its root) wins over what its file
+        # names suggest: sparsesvd 0.2.2 ships one extension module from sparsesvd.pyx beside a
+        # bundled Pyrex and ez_setup.py, and its top_level.txt says "sparsesvd"
+        tops = said_top_levels(_archive_member(body, fname, _own_top_level_txt(names))) or sdist_top_levels(names)
         if path is not None:
             _cache_write(path, sorted(tops))
         return tops, fname
 
 
-MAX_SDIST_LIST = 16 * 1024 * 1024  # an sdist read whole for its member list at most
+MAX_SDIST_LIST = 40 * 1024 * 1024  # an sdist read whole for its member list at most (jieba 0.42.1: 19 MB)
+
+
+def _own_top_level_txt(names: list[str]) -> str | None:
+    """The member path of the sdist's own ``<x>.egg-info/top_level.txt`` (at its root or under
+    ``src/``), None when it has none (a vendored project's egg-info deeper down is not its own)."""
+    for n in names:
+        parts = n.replace("\\", "/").strip("/").split("/")[1:]
+        if parts[:1] == ["src"]:
+            parts = parts[1:]
+        if len(parts) == 2 and parts[0].endswith(".egg-info") and parts[1] == "top_level.txt":
+            return n
+    return None
+
+
+def _archive_member(body: bytes, filename: str, member: str | None) -> str | None:
+    """One member's text from an sdist archive (tar or zip), None when absent or unreadable."""
+    import io
+    import tarfile
+    import zipfile
+
+    if member is None:
+        return None
+    try:
+        if filename.endswith(".zip"):
+            with zipfile.ZipFile(io.BytesIO(body)) as z:
+                return z.read(member).decode("utf-8", "replace")
+        with tarfile.open(fileobj=io.BytesIO(body), mode="r:*") as t:
+            fh = t.extractfile(member)
+            return fh.read(1 << 16).decode("utf-8", "replace") if fh is not None else None
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError):
+        return None
 
 
 def _same_version(a: str | None, want: object) -> bool:

@@ -41,7 +41,8 @@ _SDIST_NOT_MODULES = frozenset(("setup", "conftest", "noxfile", "fabfile", "task
 
 def sdist_top_levels(paths):
     """Importable top-level names an sdist's member paths show (``x-1.0/x/__init__.py``): packages
-    (a folder with its own ``__init__.py``) and modules at the project root or under ``src/``;
+    (a folder with its own ``__init__.py``), modules at the project root or under ``src/`` and
+    Cython modules (``.pyx``) at the root;
     build machinery (``setup.py``, ``versioneer.py``) and test/doc folders left out. A frozenset."""
     out = set()
     for n in paths:
@@ -54,7 +55,16 @@ def sdist_top_levels(paths):
             m = _MODULE_FILE.match(parts[0])
             if m and m.group(3) == "py" and not m.group(2):
                 out.add(m.group(1))
+            elif parts[0].endswith(".pyx") and _IDENT.match(parts[0][:-4]):
+                out.add(parts[0][:-4])  # a Cython extension module at the root (sparsesvd.pyx)
     return frozenset(t for t in out if t.lower() not in _SDIST_NOT_MODULES)
+
+
+def said_top_levels(top_level_txt):
+    """The names an sdist's own ``*.egg-info/top_level.txt`` gives (what the distribution says of
+    itself; setuptools writes it), importable names only. A frozenset, empty when it says none."""
+    return frozenset(t for t in (top_level_txt or "").split() if _IDENT.match(t)
+                     and t.lower() not in _SDIST_NOT_MODULES)
 
 
 def distribution_top_levels(top_level_txt, paths):

@@ -292,6 +292,32 @@ def test_wheel_index_top_levels__release_without_a_wheel__its_sdist_members(tmp_
     assert WheelIndex(tmp_path / "other", fetch=fetch, range_fetch=lambda *a: None).top_levels("vizkit", "0.5.1") is None
 
 
+def test_wheel_index_top_levels__sdist_s_own_top_level_txt_and_root_pyx__the_extension_module(
+        tmp_path: Path) -> None:
+    """sparsesvd 0.2.2 (histwords, corpus15 held) is one Cython extension module, sparsesvd.pyx,
+    beside a bundled Pyrex package and ez_setup.py: its file names alone said Pyrex and ez_setup,
+    so no provider was found. Its own egg-info's top_level.txt says sparsesvd; a root .pyx is a
+    module too; a vendored project's egg-info deeper down is not the sdist's own."""
+    sdist = _targz({"sparsesvd-0.2.2/setup.py": "", "sparsesvd-0.2.2/ez_setup.py": "",
+                    "sparsesvd-0.2.2/Pyrex/__init__.py": "", "sparsesvd-0.2.2/sparsesvd.pyx": "",
+                    "sparsesvd-0.2.2/sparsesvd.egg-info/top_level.txt": "sparsesvd\n",
+                    "sparsesvd-0.2.2/SVDLIBC/old.egg-info/top_level.txt": "svdlibc\n"})
+    listing = {"files": [{"filename": "sparsesvd-0.2.2.tar.gz", "url": "https://files/sparsesvd-0.2.2.tar.gz",
+                          "size": len(sdist), "upload-time": "2013-12-26T00:00:00Z"}]}
+
+    def fetch(url: str) -> bytes | None:
+        return sdist if url.endswith(".tar.gz") else json.dumps(listing).encode()
+
+    idx = WheelIndex(tmp_path, fetch=fetch, range_fetch=lambda *a: None)
+    assert idx.top_levels("sparsesvd", "0.2.2") == (frozenset({"sparsesvd"}), "sparsesvd-0.2.2.tar.gz")
+    p = providers.find_provider("sparsesvd", idx, dt.date(2017, 1, 1))
+    assert p is not None and (p.distribution, p.version) == ("sparsesvd", "0.2.2")
+    from pyrepro.toplevel import sdist_top_levels
+
+    # without the egg-info: the root .pyx is read as a module beside the rest
+    assert sdist_top_levels(["s-1/s.pyx", "s-1/ez_setup.py", "s-1/setup.py"]) == {"s", "ez_setup"}
+
+
 def test_sdist_top_levels__packages_and_root_modules_only() -> None:
     from pyrepro.toplevel import sdist_top_levels
 

@@ -35,6 +35,15 @@ def test_blank_magics__other_line_magics__blanked_lines_keep_count() -> None:
     assert clean.split("\n") == ["", "", "import a", ""] and cmds == []
 
 
+def test_parse_code__ipython_help_lines__blanked_no_fallback() -> None:
+    """``?obj``, ``obj??`` (IPython's help syntax, kept in notebooks) are no Python: the cell
+    still parses as a whole (no line-level fallback, no warning); a ``?`` inside code is untouched."""
+    code = "import statsmodels.api as sm\n?sm.OLS\nsm.OLS??\n  ??np.dot\nx = a if b else c  # why?\nimport pandas\n"
+    parsed = pysrc.parse_code(code)
+    assert not parsed.fallback and parsed.warnings == ()
+    assert [(i.module, i.line) for i in parsed.imports] == [("statsmodels.api", 1), ("pandas", 6)]
+
+
 def test_parse_code__load_ext__the_extensions_module_is_imported() -> None:
     """compas-analysis (corpus13 held): the notebook's `%load_ext rpy2.ipython` runs its %%R cells
     through rpy2, and nothing else imports it, so rpy2 was no dependency. IPython's own extensions

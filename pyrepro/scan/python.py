@@ -29,6 +29,8 @@ from pyrepro.scan import markers
 MAGIC_LINE = re.compile(r"^(\s*)([!%].*)$")
 # IPython's automagic (Colab exports keep it): `pip install x` without ! or %, never valid Python
 AUTOMAGIC = re.compile(r"^(\s*)((?:pip3?|conda|mamba)\s+(?:install|uninstall)\b.*)$")
+# IPython's help syntax: `?obj`, `??obj`, `obj?`, `obj??` (notebooks keep it), never valid Python
+HELP_LINE = re.compile(r"^(\s*)(\?{1,2}[A-Za-z_][\w.]*|[A-Za-z_][\w.]*\?{1,2})\s*$")
 ASSIGN_MAGIC = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*([!%].*)$")
 _IMPORT_LINE = re.compile(r"^\s*import\s+([A-Za-z_][\w.]*(?:\s+as\s+\w+)?(?:\s*,\s*[A-Za-z_][\w.]*(?:\s+as\s+\w+)?)*)")
 _FROM_LINE = re.compile(r"^\s*from\s+(\.*)([A-Za-z_][\w.]*)?\s+import\b")
@@ -119,7 +121,7 @@ def blank_magics(text: str) -> tuple[str, list[tuple[str, int]]]:
     for i, line in enumerate(text.split("\n"), 1):
         if not cont and (auto := AUTOMAGIC.match(line)):
             line = f"{auto.group(1)}!{auto.group(2)}"
-        m = MAGIC_LINE.match(line)
+        m = MAGIC_LINE.match(line) or (None if cont else HELP_LINE.match(line))
         if not cont and not m and (am := ASSIGN_MAGIC.match(line)):  # files = !ls  /  out = %sx ls
             body = am.group(3)
             if body.startswith("!"):
@@ -469,7 +471,8 @@ CALL_TRIGGERS = ("import_module", "__import__", "run_cell_magic", "system", "sub
 _COMPOUND_FIELDS = ("body", "orelse", "finalbody", "handlers")
 _TRIGGERS = re.compile("|".join(map(re.escape, CALL_TRIGGERS)))
 # a ! or % line (x = !ls too), or an automagic pip/conda line
-_ANY_MAGIC = re.compile(r"(?:^|\n)[ \t\f\v]*(?:(?:[A-Za-z_][\w., \t]*=[ \t]*)?[!%]|(?:pip3?|conda|mamba)[ \t]+(?:install|uninstall)\b)")
+_ANY_MAGIC = re.compile(r"(?:^|\n)[ \t\f\v]*(?:(?:[A-Za-z_][\w., \t]*=[ \t]*)?[!%]|(?:pip3?|conda|mamba)[ \t]+(?:install|uninstall)\b"
+                        r"|\?{1,2}[A-Za-z_]|[A-Za-z_][\w.]*\?{1,2}[ \t]*(?:\n|$))")
 
 
 def _hot_lines(text: str, start: int) -> frozenset[int]:

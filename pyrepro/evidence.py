@@ -30,6 +30,7 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from pyrepro.fsutil import decode_text
 from pyrepro.interpreters import (  # noqa: F401 (re-exported)
     ADOPTION_LAG,
     NEWEST,
@@ -82,7 +83,7 @@ def _mm(major: str, minor: str) -> str:
 
 def _lines(path: Path) -> list[str]:
     try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+        return decode_text(path.read_bytes()).splitlines()
     except OSError:
         return []
 
@@ -478,7 +479,7 @@ def _yaml_date(folder: Path) -> tuple[dt.date | None, str]:
         return None, ""
     for p in files:
         try:
-            text = p.read_text(encoding="utf-8", errors="replace")
+            text = decode_text(p.read_bytes())
         except OSError:
             continue
         if parser_for(p.name) is not parse_any_yml or is_conda_environment(text):

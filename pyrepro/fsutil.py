@@ -40,3 +40,24 @@ def file_sha256(path: Path) -> Any:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h
+
+
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
+         (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+def decode_text(data: bytes) -> str:
+    """A declaration or script file's bytes as text, the way pip reads a requirements file: a
+    byte-order mark names the encoding (Windows PowerShell's ``pip freeze > requirements.txt``
+    writes UTF-16 with one), as does UTF-16 without one (every other byte NUL in ASCII text);
+    else UTF-8, undecodable bytes replaced. A leading BOM never reaches the text."""
+    for bom, enc in _BOMS:
+        if data.startswith(bom):
+            return data[len(bom):].decode(enc, errors="replace")
+    pairs = data[:200][: len(data[:200]) // 2 * 2]
+    if len(pairs) >= 4:
+        if pairs[1::2].count(0) == len(pairs) // 2 and pairs[0::2].count(0) == 0:
+            return data.decode("utf-16-le", errors="replace")
+        if pairs[0::2].count(0) == len(pairs) // 2 and pairs[1::2].count(0) == 0:
+            return data.decode("utf-16-be", errors="replace")
+    return data.decode("utf-8", errors="replace")

@@ -200,7 +200,7 @@ def test_metadata__info_json_broken__warning_with_line() -> None:
 
 
 def test_metadata__requirements_txt_odd_lines__names_kept_with_warnings() -> None:
-    text = "numpy=1.2=py38_0\n-r other.txt\nalignn (GitHub version)\nx @ file:///home/u/x\ngit+https://h/y.git\n"
+    text = "numpy=1.2=py38_0\n-c other.txt\nalignn (GitHub version)\nx @ file:///home/u/x\ngit+https://h/y.git\n"
     ms = metadata.parse_requirements_txt(text, "requirements.txt")
     # a VCS line is kept as a declaration (named after the repository): init makes it a source, never a PyPI name
     assert [d.name for d in ms.declared] == ["numpy", "alignn", "x", "y"]

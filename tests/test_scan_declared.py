@@ -616,3 +616,52 @@ def test_parse_environment_yml__a_windows_export__its_runtime_packages_never_pyp
             "  - m2w64-gcc-libs=5.3.0=7\n  - numpy=1.18.5=py36h6530119_0\n")
     ms = metadata.parse_environment_yml(text, "environment.yml")
     assert [d.name for d in ms.declared] == ["numpy"]
+
+
+def _declared(root: Path) -> tuple[dict[str, tuple[str, str]], list[str]]:
+    """name -> (spec, "path:line") of a folder's declarations, and its warnings (scan_path)."""
+    res = scan_path(root)
+    got = {d.name: (d.spec, f"{d.path}:{d.line}") for d in res.declared}
+    return got, [f"{w.location.path}:{w.location.line}: {w.message}" for w in res.warnings]
+
+
+def test_scan__utf16_requirements_from_powershell__read_like_pip(tmp_path: Path) -> None:
+    """Windows PowerShell's `pip freeze > requirements.txt` writes UTF-16 with a byte-order mark;
+    pip reads it, and so does the scan (it had read NUL-riddled free text, every pin lost). UTF-8
+    with a BOM and UTF-16 without one are read too."""
+    (tmp_path / "run.py").write_text("import numpy, yaml\n")
+    (tmp_path / "requirements.txt").write_bytes("numpy==1.19.5\r\nPyYAML==5.4.1\r\n".encode("utf-16"))
+    got, warns = _declared(tmp_path)
+    assert got == {"numpy": ("numpy==1.19.5", "requirements.txt:1"), "pyyaml": ("PyYAML==5.4.1", "requirements.txt:2")}
+    assert warns == []
+    for data in ("\ufeffnumpy==1.19.5\n".encode("utf-8"), "numpy==1.19.5\n".encode("utf-16-le")):
+        (tmp_path / "requirements.txt").write_bytes(data)
+        assert _declared(tmp_path)[0] == {"numpy": ("numpy==1.19.5", "requirements.txt:1")}
+
+
+def test_scan__requirements_with_continuations_hashes_includes_and_file_urls(tmp_path: Path) -> None:
+    """As pip reads a requirements file: backslash continuations (pip-compile's `--hash` lines),
+    `-r` includes relative to the including file (read once, cycles end, a missing one named with
+    its line), and a direct reference to a wheel or sdist file pins the release its name gives."""
+    (tmp_path / "run.py").write_text("import numpy, yaml, scipy, torch, certifi, pandas\n")
+    (tmp_path / "reqs").mkdir()
+    (tmp_path / "requirements.txt").write_text(
+        "PyYAML==5.4.1 \\\n    --hash=sha256:aaaa \\\n    --hash=sha256:bbbb\n"
+        "-r reqs/base.txt\n"
+        "--requirement=missing.txt\n"
+        "torch @ https://download.pytorch.org/whl/cu111/torch-1.9.0%2Bcu111-cp38-cp38-linux_x86_64.whl\n"
+        "certifi @ file:///home/conda/feedstock_root/build_artifacts/certifi-2020.6.20-py3-none-any.whl\n"
+        "numpy @ file:///tmp/build/80754af9/numpy_and_numpy_base_1603483703303/work\n")
+    (tmp_path / "reqs" / "base.txt").write_text("scipy==1.5.4\n-r ../requirements.txt\n-r more.txt\n")
+    (tmp_path / "reqs" / "more.txt").write_text("pandas==1.1.5\n")
+    got, warns = _declared(tmp_path)
+    assert got == {"pyyaml": ("PyYAML==5.4.1", "requirements.txt:1"),
+                   "torch": ("torch==1.9.0+cu111", "requirements.txt:6"),
+                   "certifi": ("certifi==2020.6.20", "requirements.txt:7"),
+                   "numpy": ("numpy @ file:///tmp/build/80754af9/numpy_and_numpy_base_1603483703303/work",
+                             "requirements.txt:8"),
+                   "scipy": ("scipy==1.5.4", "reqs/base.txt:1"),
+                   "pandas": ("pandas==1.1.5", "reqs/more.txt:1")}
+    assert any(w.startswith("requirements.txt:5: -r missing.txt: no such file") for w in warns), warns
+    assert any(w.startswith("requirements.txt:8: numpy points at a local file") for w in warns), warns
+    assert not any("cannot read requirement" in w or "not followed" in w for w in warns), warns

@@ -30,14 +30,16 @@ import functools
 import hashlib
 import json
 import os
+import posixpath
 import re
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pyrepro.errors import NotFoundError
+from pyrepro.fsutil import decode_text
 from pyrepro.resolve import Resolution, Resolver, api_eras
 from pyrepro.scan import apiuse, fastpy, notebook, shell
 from pyrepro.scan import metadata as meta
@@ -54,7 +56,7 @@ from pyrepro.types import Location
 SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules", ".venv", "venv", ".tox", ".mypy_cache"}
 MAX_BYTES = 20_000_000
 # Bump when extraction changes what it returns: the per-file cache is keyed by it.
-EXTRACT_VERSION = "8"
+EXTRACT_VERSION = "10"
 SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch", ".job", ".pbs")
 PARALLEL_MIN_BYTES = 2_000_000  # below this, worker start-up costs more than it saves
 FAST_MIN_BYTES = 2_000_000  # from this much Python on, the fast reader (fastpy) is used unless thorough
@@ -522,7 +524,7 @@ def extract_bytes(kind: str, data: bytes, thorough: bool = False) -> dict[str, A
             _python3_payload(c.source, cell_parsed, c.index, out)
             _commented_installs(c.source, c.index, out)
     elif kind in ("shell", "dockerfile"):  # extract() has already checked that the file is a shell script
-        text = data.decode("utf-8", errors="replace")
+        text = decode_text(data)
         sh = shell.scan_shell(shell.dockerfile_script(text) if kind == "dockerfile" else text)
         for sc in sh.commands:
             out["commands"].append([sc.tool, list(sc.argv), sc.line, None])
@@ -680,18 +682,24 @@ def extract(walked: Walked, *, cache: Path | None = None, jobs: int | None = Non
     facts: list[FileFacts | None] = []
     read: list[tuple[SourceFile, bytes]] = []
     base = walked.base.resolve()
-    for src in walked.files:
+    # files read as declarations in their own right; an include of one is not read twice
+    included = {s.rel for s in walked.files if s.kind == "metadata"}
+    pending = list(walked.files)
+    while pending:
+        src = pending.pop(0)
         data, warn = _read(src, base)
         if data is None:
             facts.append(FileFacts(src, warnings=(warn,) if warn else ()))
             continue
         if src.kind == "metadata":
-            text = data.decode("utf-8", errors="replace")
-            parse = meta.parser_for(src.rel)
-            assert parse is not None  # walk() gave it the metadata kind for that reason
+            text = decode_text(data)
+            parse = meta.parser_for(src.rel) or meta.parse_requirements_txt  # an include: a requirements file
             ms = parse(text, src.rel)
             ws = tuple(Warning_(Location(p, line), msg) for p, line, msg in ms.warnings)
-            facts.append(FileFacts(src, declared=ms.declared, warnings=ws, unreadable=ws[:1] if ms.unreadable else ()))
+            more, inc_ws = _includes(src, ms.includes, walked.base, included)
+            pending[:0] = more
+            facts.append(FileFacts(src, declared=ms.declared, warnings=ws + inc_ws,
+                                   unreadable=ws[:1] if ms.unreadable else ()))
             continue
         if src.kind == "shell" and not shell.is_shell_file(src.path.name, data[:200]):
             facts.append(FileFacts(src))
@@ -728,6 +736,36 @@ def extract(walked: Walked, *, cache: Path | None = None, jobs: int | None = Non
     if store:
         store.close()
     return tuple(f for f in facts if f is not None)
+
+
+def _includes(src: SourceFile, refs: Sequence[tuple[int, str]], base: Path,
+              seen: set[str]) -> tuple[list[SourceFile], tuple[Warning_, ...]]:
+    """The requirements files ``src`` includes (``-r base.txt``), as pip finds them: relative to
+    ``src``'s folder. Each file is read once (include cycles end); one outside the folder, or
+    missing from it, or given as a web address is a warning naming the line."""
+    files: list[SourceFile] = []
+    warnings: list[Warning_] = []
+    folder = PurePosixPath(src.rel).parent
+    for line, ref in refs:
+        where = Location(src.rel, line)
+        if re.match(r"^[a-z][a-z0-9+.-]*://", ref):
+            warnings.append(Warning_(where, f"-r {ref}: a requirements file at a web address; not read (add its "
+                                            "pins to model.toml if the model needs them)"))
+            continue
+        rel = posixpath.normpath((folder / ref).as_posix())
+        path = base / rel
+        if rel.startswith("../") or rel == ".." or posixpath.isabs(rel):
+            warnings.append(Warning_(where, f"-r {ref}: outside the scanned folder; not read"))
+            continue
+        if not path.is_file():
+            warnings.append(Warning_(where, f"-r {ref}: no such file in the folder ({rel}); its requirements are "
+                                            "missing (add the file, or their pins to model.toml)"))
+            continue
+        if rel in seen:
+            continue
+        seen.add(rel)
+        files.append(SourceFile(path, rel, "metadata"))
+    return files, tuple(warnings)
 
 
 def _default_jobs() -> int:

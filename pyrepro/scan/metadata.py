@@ -69,6 +69,9 @@ class MetaScan:
     declared: tuple[Declared, ...]
     warnings: tuple[tuple[str, int | None, str], ...]  # (path, line, message)
     unreadable: bool = False  # the file could not be read at all (its first warning says where and why)
+    # (line, path as written) of the other requirements files it includes (``-r base.txt``): pip
+    # reads them relative to this file's folder, and so does the scan (``pyrepro.scan.extract``)
+    includes: tuple[tuple[int, str], ...] = ()
 
 
 def _line_of(text: str, needle: str) -> int | None:
@@ -274,6 +277,14 @@ def _req(s: str, path: str, line: int | None, warnings: Warnings, evidence: str 
         r = Requirement(s)
     except InvalidRequirement:
         return _lenient(s, path, line, warnings)
+    if r.url and (pinned := _release_of_url(r.name, r.url)) is not None:
+        # `torch @ https://download.pytorch.org/whl/cu111/torch-1.9.0%2Bcu111-cp38-...whl`, `certifi @
+        # file:///.../certifi-2020.6.20-py3-none-any.whl` (pip freeze in a conda environment): the file
+        # names its release; the address itself is unreachable or someone else's disk
+        spec = f"{r.name}=={pinned}" + (f"; {r.marker}" if r.marker else "")
+        warnings.append((path, line, f"{r.name} @ {r.url[:60]}: a file of {r.name} {pinned}; read as "
+                                     f"{r.name}=={pinned} (the address itself is not used)"))
+        return _named(Declared(canonicalize_name(r.name), spec, path, line), warnings)
     if r.url and r.url.startswith("file:"):
         warnings.append((path, line, f"{r.name} points at a local file ({r.url[:60]}); not installable as written"))
     elif r.url and not r.url.startswith(("git+", "hg+", "svn+", "bzr+")):
@@ -282,6 +293,29 @@ def _req(s: str, path: str, line: int | None, warnings: Warnings, evidence: str 
             d = _repository(r.url, path, line, warnings)
             return dataclasses.replace(d, name=canonicalize_name(r.name)) if d else None
     return _named(Declared(canonicalize_name(r.name), s, path, line), warnings)
+
+
+def _release_of_url(name: str, url: str) -> str | None:
+    """The version a direct reference's file name gives (a wheel's or an sdist's name, for this
+    very project), None for anything else (a folder, a repository, another project's file)."""
+    from urllib.parse import unquote, urlsplit
+
+    from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, \
+        parse_wheel_filename
+
+    if url.startswith(("git+", "hg+", "svn+", "bzr+")):
+        return None
+    fname = unquote(urlsplit(url).path).rstrip("/").rsplit("/", 1)[-1]
+    try:
+        if fname.endswith(".whl"):
+            got, version = parse_wheel_filename(fname)[:2]
+        elif fname.endswith((".tar.gz", ".zip")):
+            got, version = parse_sdist_filename(fname)
+        else:
+            return None
+    except (InvalidWheelFilename, InvalidSdistFilename, ValueError):
+        return None
+    return str(version) if got == canonicalize_name(name) else None
 
 
 def _address(s: str, path: str, line: int | None, warnings: Warnings) -> Declared | None:
@@ -909,14 +943,41 @@ def _as_export(out: list[Declared], conda_items: list[tuple[int, bool]], path: s
     return [dataclasses.replace(d, doc=d.line) for d in out]
 
 
+_INCLUDE = re.compile(r"^(?:-r|--requirement)(?:\s*=\s*|\s+|(?=[^\s=]))(\S+)$")
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, text) of a requirements file's lines as pip reads them: a line ending
+    in a backslash goes on with the next (``x==1.0 \\`` then ``--hash=sha256:...`` lines, as
+    pip-compile writes them)."""
+    out: list[tuple[int, str]] = []
+    start, parts = 0, []  # type: ignore[var-annotated]
+    for n, raw in enumerate(text.splitlines(), 1):
+        if not parts:
+            start = n
+        if raw.rstrip().endswith("\\") and not raw.lstrip().startswith("#"):
+            parts.append(raw.rstrip()[:-1])
+            continue
+        parts.append(raw)
+        out.append((start, " ".join(p.strip() for p in parts)))
+        parts = []
+    if parts:
+        out.append((start, " ".join(p.strip() for p in parts)))
+    return out
+
+
 def parse_requirements_txt(text: str, path: str) -> MetaScan:
     warnings: list[tuple[str, int | None, str]] = []
     out: list[Declared] = []
     conda_items: list[tuple[int, bool]] = []
     system: list[tuple[int, str]] = []
-    for n, raw in enumerate(text.splitlines(), 1):
+    includes: list[tuple[int, str]] = []
+    for n, raw in _logical_lines(text):
         s = raw.split(" #", 1)[0].strip()
         if not s or s.startswith("#"):
+            continue
+        if inc := _INCLUDE.match(s):
+            includes.append((n, inc.group(1)))
             continue
         if _CONDA_BUILT.fullmatch(s):  # `conda list --export`: name=version=build
             conda_items.append((n, True))
@@ -932,7 +993,8 @@ def parse_requirements_txt(text: str, path: str) -> MetaScan:
                          f"{'are' if len(names) > 1 else 'is'} not a Python distribution (the name table's "
                          f"[conda_system] says why each): {', '.join(names[:12])}{', ...' if len(names) > 12 else ''}"
                          "; not read"))
-    return MetaScan(tuple(_as_export(out, conda_items, path, warnings, "conda list --export")), tuple(warnings))
+    return MetaScan(tuple(_as_export(out, conda_items, path, warnings, "conda list --export")), tuple(warnings),
+                    includes=tuple(includes))
 
 
 def _dev_file(path: str) -> str | None:

@@ -665,3 +665,16 @@ def test_scan__requirements_with_continuations_hashes_includes_and_file_urls(tmp
     assert any(w.startswith("requirements.txt:5: -r missing.txt: no such file") for w in warns), warns
     assert any(w.startswith("requirements.txt:8: numpy points at a local file") for w in warns), warns
     assert not any("cannot read requirement" in w or "not followed" in w for w in warns), warns
+
+
+def test_scan__environment_yml_pip_section_includes_a_requirements_file__read_beside_it(tmp_path: Path) -> None:
+    """`- -r requirements-gpu.txt` in environment.yml's pip: list (conda runs pip from the
+    environment file's folder): that file's pins are declarations, whatever its name."""
+    (tmp_path / "env").mkdir()
+    (tmp_path / "run.py").write_text("import numpy, scipy\n")
+    (tmp_path / "env" / "environment.yml").write_text(
+        "name: x\ndependencies:\n  - python=3.8\n  - numpy=1.19\n  - pip\n  - pip:\n    - -r ../pinned.txt\n")
+    (tmp_path / "pinned.txt").write_text("scipy==1.7.3\n")
+    got, warns = _declared(tmp_path)
+    assert got["scipy"] == ("scipy==1.7.3", "pinned.txt:1")
+    assert not any("not followed" in w for w in warns), warns

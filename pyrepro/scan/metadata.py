@@ -879,6 +879,7 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
     system: list[tuple[int, str]] = []  # conda packages that are no Python distribution, said once
     conda_items: list[tuple[int, bool]] = []  # (line, carries a build string) of every conda entry
     pip_indent: int | None = None  # the indent of the "- pip:" line while in its sub-list
+    includes: list[tuple[int, str]] = []
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].rstrip()
         if not line.strip():
@@ -914,6 +915,8 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
                 warnings.append((path, n, f"conda package {name} is {mapped} on PyPI"))
             if (d := _named(Declared(canonicalize_name(mapped), item, path, n), warnings)) is not None:
                 out.append(d)
+        elif inc := _INCLUDE.match(item):  # `- -r requirements.txt`: conda runs pip beside this file
+            includes.append((n, inc.group(1)))
         elif (d := _req(item, path, n, warnings)):
             out.append(d)
     if system:
@@ -922,7 +925,8 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
                          f"{'are' if len(names) > 1 else 'is'} not a Python distribution (system libraries, "
                          f"compilers, build tools; the name table's [conda_system] says why each): "
                          f"{', '.join(names[:12])}{', ...' if len(names) > 12 else ''}; not read"))
-    return MetaScan(tuple(_as_export(out, conda_items, path, warnings, "conda env export")), tuple(warnings))
+    return MetaScan(tuple(_as_export(out, conda_items, path, warnings, "conda env export")), tuple(warnings),
+                    includes=tuple(includes))
 
 
 _CONDA_BUILT = re.compile(r"[^=\s]+=[^=\s]+=[^=\s]+")  # name=version=build

@@ -883,6 +883,13 @@ def _after_imports(s: Situation) -> Move:
     move = _companion(s, inside)
     if move is not None:
         return move
+    # a message that says which release of a locked distribution installed code needs (or an
+    # [abi] break: protobuf 4 under TensorFlow 2.2's generated code) is evidence; a provider's next
+    # release is a guess, and it had blamed the provider (bayesian-rnn-sentiment, corpus16 dev:
+    # keras 2.4.3 -> 2.6.0 -> 2.7.0 on protobuf's "Descriptors cannot be created directly")
+    move = _version_check(s, inside)
+    if move is not None:
+        return move
     move = _provider_next_release(s, inside)
     if move is not None:
         return move
@@ -891,9 +898,6 @@ def _after_imports(s: Situation) -> Move:
         return move
     if era_open:  # the providers' rules had nothing to move
         return _by_date(inside)
-    move = _version_check(s, inside)
-    if move is not None:
-        return move
     if inside and "era-of" not in tried and (not s.dated or s.bound_only):
         move = _era_of_failing_release(s, inside)
         if move is not None:

@@ -287,6 +287,26 @@ _BENCH_KIT = ("bench_kit", "error", "FileNotFoundError: [Errno 2] No such file o
               "'/env/lib/python3.9/site-packages/site/package.json'")
 
 
+def test_imports_inside_a_provider__a_known_version_break_in_the_message__held_before_its_next_release() -> None:
+    """bayesian-rnn-sentiment (corpus16 dev): keras, a provider pyrepro chose, failed inside
+    TensorFlow's generated code under protobuf 4 ("Descriptors cannot be created directly");
+    provider-next-release took keras 2.4.3 -> 2.6.0 -> 2.7.0, which the message never blamed. The
+    name table's [abi] entry says protobuf is held below 3.21: that comes first."""
+    row = ("keras", "error", "TypeError: Descriptors cannot be created directly.\nIf this call came from a _pb2.py "
+           "file, your generated code is out of date and must be regenerated with protoc")
+    s = _s(imports=(row, ("numpy", "ok", "")), provided={"keras": ("keras", "2.4.3")}, dated=False,
+           strategy="date-bounded", locked={"keras": "2.4.3", "tensorflow": "2.2.0", "protobuf": "4.25.1"})
+    o = Oracle(next_releases={("keras", "keras", "2.4.3"): "2.6.0"})
+    move = o.answer(s)
+    assert isinstance(move, repair.PinProvider) and (move.distribution, move.version) == ("protobuf", "<3.21")
+    assert "rule import-version-check" in move.reason
+    # once held (protobuf locked below it), the provider's next release is the next guess
+    s2 = replace(s, locked={**s.locked, "protobuf": "3.20.3"}, moves=(repair.Moved(
+        "version-check", "imports", modules=("keras",), pins=(("protobuf", "<3.21"),)),))
+    move2 = o.answer(s2)
+    assert isinstance(move2, repair.PinProvider) and "rule provider-next-release" in move2.reason
+
+
 def test_imports_inside_a_provider_pyrepro_chose__its_next_release__at_most_twice() -> None:
     # mbd-bowsr (dev corpus): matbench-discovery 0.1.0, the first release after the submission's
     # date, reads a file it does not ship

@@ -284,10 +284,12 @@ def stdlib_bounds(uses: Sequence[Any]) -> tuple[str, str, str]:
 
 def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = None,
                   pins: Sequence[tuple[str, str]] = (), wheel_check: WheelCheck | None = None,
-                  stdlib_uses: Sequence[Any] = ()) -> PythonChoice:
+                  stdlib_uses: Sequence[Any] = (), python3_code: bool = True) -> PythonChoice:
     """The Python to lock and run with, and why (see the module docstring). ``pins``: the
     submission's exact pins (name, version); ``stdlib_uses``: the scan's imports of standard-library
-    modules only some Pythons have, which bound the choice when nothing states a Python."""
+    modules only some Pythons have, which bound the choice when nothing states a Python;
+    ``python3_code``: some of the code parses only as Python 3 (False lets exact pins that only
+    Python 2 installs choose 2.7)."""
     lo, hi, said = stdlib_bounds(stdlib_uses)
     ranges = [e for e in evidence if e.kind == "range"]
     evidence = [e for e in evidence if e.kind != "range"]
@@ -330,7 +332,13 @@ def choose_python(evidence: Sequence[Evidence], *, submitted: dt.date | None = N
             bound += f", within the stated range ({where})"
         else:
             bound += f" (no Python pyrepro targets is in the stated range: {where})"
-    return _by_date(candidates, bound, lo, hi, said, pins, wheel_check)
+    py2 = not python3_code and not ranges and version_key(lo) <= version_key(RELEASES[0][0]) and \
+        (submitted is None or submitted <= PYTHON2_LAST)
+    return _by_date(candidates, bound, lo, hi, said, pins, wheel_check, python2_possible=py2)
+
+
+# CPython 2.7's last release (2.7.18): a submission dated later than that is no Python 2 one
+PYTHON2_LAST = dt.date(2020, 4, 20)
 
 
 def _targeted(choice: PythonChoice) -> PythonChoice:
@@ -396,9 +404,13 @@ def _top_level_statement(same: Sequence[Evidence]) -> str | None:
 
 
 def _by_date(candidates: list[str], bound: str, lo: str, hi: str, said: str, pins: Sequence[tuple[str, str]],
-             wheel_check: WheelCheck | None) -> PythonChoice:
+             wheel_check: WheelCheck | None, *, python2_possible: bool = False) -> PythonChoice:
     """The choice when nothing states a Python: the newest of ``candidates`` (by date, within any
-    stated range) the standard-library imports allow, with wheels for the exact pins."""
+    stated range) the standard-library imports allow, with wheels for the exact pins. When no
+    Python 3 has them all and 2.7 does (``python2_possible``: no code only Python 3 parses, no range,
+    a date before 2.7's end), 2.7: pins that only Python 2 installs are a Python 2 environment's
+    freeze (graphsage, corpus16 dev: futures==3.2.0, enum34, funcsigs, backports.weakref beside
+    tensorflow==1.8.0, and code that parses as both)."""
     if said:
         allowed = [v for v in candidates if version_key(lo) <= version_key(v) <= version_key(hi)]
         if not allowed and version_key(lo) <= version_key(hi):  # the date predates the Python the code needs
@@ -427,6 +439,10 @@ def _by_date(candidates: list[str], bound: str, lo: str, hi: str, said: str, pin
             scores.append((len(missing), v, missing))
         if scores:
             _n, v, missing = min(scores, key=lambda s: s[0])  # newest first, so ties keep the newest
+            if python2_possible and all(wheel_check(name, version, "2.7") is not False for name, version in pins):
+                return PythonChoice("2.7", f"{NO_EVIDENCE}; no CPython 3 {bound} has wheels for every exact pin "
+                                           f"({v} lacks the fewest: {', '.join(missing)}), and 2.7 has them all: "
+                                           "the pins are a Python 2 environment's")
             return PythonChoice(v, f"{NO_EVIDENCE}; no CPython {bound} has wheels for every exact pin; "
                                    f"{v} lacks the fewest ({', '.join(missing)})")
     return PythonChoice(candidates[-1], f"{NO_EVIDENCE}; the newest CPython {bound}")

@@ -590,7 +590,8 @@ def decide(folder: Path, scan: ScanResult, *, name: str, models_dir: Path, pytho
         date = dt.date.fromisoformat(submitted) if submitted else None
         choice = evidence.choose_python(found, submitted=date, pins=pins,
                                         wheel_check=index.has_wheel if index is not None else None,
-                                        stdlib_uses=(*scan.stdlib_uses, *api_eras_applied(scan)[0]))
+                                        stdlib_uses=(*scan.stdlib_uses, *api_eras_applied(scan)[0]),
+                                        python3_code=bool(scan.python3_evidence))
         py, why = choice.version, choice.reason
     gpu, gpu_why = evidence.gpu_evidence(folder, distributions=[*scan.required, *scan.optional_distributions])
     found_b = evidence.benchmarks_of(folder)

@@ -822,3 +822,34 @@ def test_reproduce__two_installed_distributions_ship_the_imported_module__the_sc
     assert isinstance(repair.next_move(s3), repair.RelockByDate)
     said = replace(s3, imports=(("molbloom", "error", "ImportError: cannot import name 'X' from 'rdkit.Chem'"),))
     assert isinstance(repair._module_clash(said, list(said.imports)), repair.DropClash)
+
+
+@pytest.mark.parametrize(("code", "py"), [
+    ("import tensorflow as tf\nimport concurrent.futures\nprint('x')\n", "2.7"),
+    # code only Python 3 parses: the Python 2 backports are leftovers, a Python 3 is kept
+    ("import tensorflow as tf\nname = 'x'\nprint(f'{name}')\n", "3.6"),
+])
+def test_init__exact_pins_only_python2_installs__python_2_7_unless_the_code_is_python3(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write_files: Any, code: str, py: str) -> None:
+    """graphsage (corpus16 dev): requirements.txt pins tensorflow==1.8.0 beside futures==3.2.0 and
+    enum34==1.1.6, the backports a Python 2 `pip freeze` lists; no Python 3 of the 2018 date has a
+    wheel of futures 3.2.0, so the lock failed on 3.6. 2.7 has them all: 2.7 is taken, unless
+    the code parses only as Python 3."""
+    import tomllib
+
+    from pyrepro import index as index_mod
+    from pyrepro.init import init_model
+
+    class Idx(FakeIndex):
+        def has_wheel(self, name: str, version: str, python: str) -> bool | None:
+            return python == "2.7" if name in ("futures", "enum34") else True
+
+    idx = Idx({"tensorflow": [("1.8.0", "2018-04-27", {"tensorflow"})], "futures": [("3.2.0", "2017-11-30", set())],
+               "enum34": [("1.1.6", "2016-05-16", set())]})
+    monkeypatch.setattr(index_mod, "WheelIndex", lambda cache: idx)
+    root = write_files({"m/train.py": code, "m/requirements.txt": "tensorflow==1.8.0\nfutures==3.2.0\nenum34==1.1.6\n"})
+    init_model(root / "m", name="m", models_dir=tmp_path / "models", cache=tmp_path / "c")
+    doc = tomllib.loads((tmp_path / "models" / "m" / "model.toml").read_text())
+    assert doc["python"] == py, doc["python_reason"]
+    if py == "2.7":
+        assert "the pins are a Python 2 environment's" in doc["python_reason"]

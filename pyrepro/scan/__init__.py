@@ -230,6 +230,7 @@ class ScanResult:
     declared: tuple[meta.Declared, ...]
     warnings: tuple[Warning_, ...]
     python2_evidence: tuple[Warning_, ...] = ()
+    python3_evidence: tuple[Warning_, ...] = ()  # Python-3-only syntax: the code cannot run on 2.7
     files: int = 0
     lines: int = 0
     local: tuple[LocalModule, ...] = field(default=())
@@ -831,6 +832,7 @@ class Classified:
     unreadable: tuple[Warning_, ...] = ()
     root_package: bool = False  # the scanned folder has an __init__.py of its own
     api_uses: tuple[ApiUse, ...] = ()
+    python3: tuple[Warning_, ...] = ()  # code only Python 3 parses (f-strings, keyword-only arguments, ...)
 
 
 class _LocalIndex:
@@ -1075,7 +1077,7 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
                        key=lambda u: _loc_key(u.location)))
     return Classified(tuple(third), local, _tree_modules(walked.all_files),
                       tuple(python2), tuple(warnings), tuple(tools), tuple(entries), tuple(declared), n_files, n_lines,
-                      tuple(uses), tuple(unreadable), "__init__.py" in walked.all_files, api)
+                      tuple(uses), tuple(unreadable), "__init__.py" in walked.all_files, api, tuple(python3))
 
 
 _LOCKED_PROJECTS = frozenset({"pyproject.toml", "pipfile"})
@@ -1269,7 +1271,8 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = (),
     classified = dataclasses.replace(classified, declared=declared)
     result = ScanResult(root=Path(root), python=python, imports=records, runtime_tools=classified.tools,
                         entry_points=classified.entry_points, declared=classified.declared,
-                        warnings=tuple(warnings), python2_evidence=classified.python2, files=classified.files,
+                        warnings=tuple(warnings), python2_evidence=classified.python2,
+                        python3_evidence=classified.python3, files=classified.files,
                         lines=classified.lines, local=local, stdlib_uses=classified.stdlib_uses,
                         unreadable=classified.unreadable, api_uses=classified.api_uses)
     if index is not None:
@@ -1300,7 +1303,9 @@ def _tree_index(walked: Walked, cache: Path, python: str, mapping: dict[str, str
              f"{table_digest()}\0{os.fspath(walked.base.resolve())}\0".encode())
     h.update("\0".join(walked.all_files).encode())
     newest = 0
-    for src in walked.files:
+    # the files read, and text files a requirements file may include (-r base.txt) by any name
+    others = [SourceFile(walked.base / rel, rel, "") for rel in walked.all_files if rel.endswith(".txt")]
+    for src in (*walked.files, *others):
         try:
             st = os.stat(src.path)
         except OSError:

@@ -216,8 +216,11 @@ def pip_download(requirements: list[str], python_exe: Path, *, runner: Runner = 
     req.write_text("\n".join(requirements) + "\n", encoding="utf-8")
     files_dir = dest / "files"
     files_dir.mkdir()
+    # --prefer-binary: the newest release with a wheel for this Python over a newer sdist (seqgan,
+    # corpus16 dev: grpcio 1.41.1's sdist, the last for Python 2, failed to compile after 5 minutes,
+    # and 1.39.0 has a cp27 wheel); a project with no wheel at all still gives its sdist
     cmd = [str(python_exe), "-m", "pip", "download", "--dest", str(files_dir), "--disable-pip-version-check",
-           "--no-input", "--progress-bar", "off", "-r", str(req)]
+           "--no-input", "--progress-bar", "off", "--prefer-binary", "-r", str(req)]
     import os
 
     cmd += index_options(index_url)

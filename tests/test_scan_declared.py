@@ -678,3 +678,23 @@ def test_scan__environment_yml_pip_section_includes_a_requirements_file__read_be
     got, warns = _declared(tmp_path)
     assert got["scipy"] == ("scipy==1.7.3", "pinned.txt:1")
     assert not any("not followed" in w for w in warns), warns
+
+
+def test_scan__setup_py_install_requires_built_from_parts__literal_parts_read_file_reads_followed(
+        tmp_path: Path) -> None:
+    """`install_requires=BASE + reqs + ["pyyaml==5.3.1"]`: the literal parts (a module-level list,
+    an inline list) are declarations; the computed part is named once; a `.txt` file a computed
+    part reads by name (`open("deps.txt").read().splitlines()`) is read as a requirements file."""
+    (tmp_path / "main.py").write_text("import numpy, scipy, yaml, torch\n")
+    (tmp_path / "deps.txt").write_text("torch==1.6.0\n")
+    (tmp_path / "setup.py").write_text(
+        "from setuptools import setup\n"
+        "BASE = ['numpy>=1.18', 'scipy']\n"
+        "with open('x') as f:\n"
+        "    reqs = [l.strip() for l in f]\n"
+        "setup(name='m', install_requires=BASE + reqs + ['pyyaml==5.3.1'] + open('deps.txt').read().splitlines())\n")
+    got, warns = _declared(tmp_path)
+    assert got == {"numpy": ("numpy>=1.18", "setup.py:2"), "scipy": ("scipy", "setup.py:2"),
+                   "pyyaml": ("pyyaml==5.3.1", "setup.py:5"), "torch": ("torch==1.6.0", "deps.txt:1")}
+    assert sum("install_requires is computed in part" in w for w in warns) == 1, warns
+    assert any("the file it reads (deps.txt)" in w for w in warns), warns

@@ -23,8 +23,9 @@ import dataclasses
 import json
 import re
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -1176,8 +1177,9 @@ def parse_setup_cfg(text: str, path: str) -> MetaScan:
 
 
 def parse_setup_py(text: str, path: str) -> MetaScan:
-    """``install_requires`` of a ``setup(...)`` call, read from the syntax tree (never run): a list
-    of string literals, or a name bound to one at module level. Anything computed is said so."""
+    """``install_requires`` of a ``setup(...)`` call, read from the syntax tree (never run): lists
+    of string literals, names bound to them and ``+`` of such. A computed part is said so, and a
+    ``.txt`` file it names (``open("requirements.txt")``) is read as a requirements file."""
     import ast
 
     try:
@@ -1186,28 +1188,57 @@ def parse_setup_py(text: str, path: str) -> MetaScan:
         return MetaScan((), ((path, getattr(exc, "lineno", None), "cannot parse setup.py; its install_requires "
                                                                   "were not read"),))
     names: dict[str, ast.expr] = {}
-    for node in tree.body:
+    for node in ast.walk(tree):  # module level and inside `with open(...)` blocks alike
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             names[node.targets[0].id] = node.value
     warnings: list[tuple[str, int | None, str]] = []
     out: list[Declared] = []
+    includes: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup"):
             continue
         for kw in node.keywords:
             if kw.arg != "install_requires":
                 continue
-            value = names.get(kw.value.id, kw.value) if isinstance(kw.value, ast.Name) else kw.value
-            if not isinstance(value, (ast.List, ast.Tuple)) or not all(
-                    isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
-                warnings.append((path, kw.value.lineno, "install_requires is computed (read from a file or built "
-                                                        "in code); not read: declare the requirements in model.toml"))
-                continue
-            for e in value.elts:
-                assert isinstance(e, ast.Constant)
-                if d := _req(str(e.value), path, e.lineno, warnings):
+            strings, computed = _setup_strings(kw.value, names, 0)
+            if computed:
+                files = [(c.lineno, str(c.value)) for part in computed for c in ast.walk(part)
+                         if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value.endswith(".txt")]
+                includes.extend(files)
+                read = f"; the file it reads ({', '.join(f for _l, f in files)}) is read as a requirements file" \
+                    if files else ""
+                what = "the literal parts were read" if strings else "not read"
+                warnings.append((path, kw.value.lineno, f"install_requires is computed in part (read from a file or "
+                                                        f"built in code); {what}{read}: declare the rest in "
+                                                        "model.toml if the model needs it"))
+            for text_, line in strings:
+                if d := _req(text_, path, line, warnings):
                     out.append(d)
-    return MetaScan(tuple(out), tuple(warnings))
+    return MetaScan(tuple(out), tuple(warnings), includes=tuple(includes))
+
+
+def _setup_strings(node: Any, names: Mapping[str, Any], depth: int) -> tuple[list[tuple[str, int]], list[Any]]:
+    """The string literals an ``install_requires`` value is built from (a list or tuple of strings,
+    a module-level name bound to one, ``+`` of such), and the parts that are computed (a file read,
+    a comprehension), which the caller names."""
+    import ast
+
+    if isinstance(node, ast.Name) and node.id in names and depth < 4:
+        return _setup_strings(names[node.id], names, depth + 1)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, lc = _setup_strings(node.left, names, depth)
+        right, rc = _setup_strings(node.right, names, depth)
+        return left + right, lc + rc
+    if isinstance(node, (ast.List, ast.Tuple)):
+        got: list[tuple[str, int]] = []
+        computed: list[Any] = []
+        for e in node.elts:
+            if isinstance(e, ast.Constant) and isinstance(e.value, str):
+                got.append((e.value, e.lineno))
+            else:
+                computed.append(e)
+        return got, computed
+    return [], [node]
 
 
 # ------------------------------------------------------------------------------- README files

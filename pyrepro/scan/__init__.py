@@ -750,16 +750,16 @@ def _includes(src: SourceFile, refs: Sequence[tuple[int, str]], base: Path,
     for line, ref in refs:
         where = Location(src.rel, line)
         if re.match(r"^[a-z][a-z0-9+.-]*://", ref):
-            warnings.append(Warning_(where, f"-r {ref}: a requirements file at a web address; not read (add its "
+            warnings.append(Warning_(where, f"includes {ref}: a requirements file at a web address; not read (add its "
                                             "pins to model.toml if the model needs them)"))
             continue
         rel = posixpath.normpath((folder / ref).as_posix())
         path = base / rel
         if rel.startswith("../") or rel == ".." or posixpath.isabs(rel):
-            warnings.append(Warning_(where, f"-r {ref}: outside the scanned folder; not read"))
+            warnings.append(Warning_(where, f"includes {ref}: outside the scanned folder; not read"))
             continue
         if not path.is_file():
-            warnings.append(Warning_(where, f"-r {ref}: no such file in the folder ({rel}); its requirements are "
+            warnings.append(Warning_(where, f"includes {ref}: no such file in the folder ({rel}); its requirements are "
                                             "missing (add the file, or their pins to model.toml)"))
             continue
         if rel in seen:

@@ -37,6 +37,7 @@ from pyrepro.resolve import (
     not_a_package_reason,
     renamed,
 )
+from pyrepro.scan.shell import logical_lines
 
 # Keys of a requirements dict that hold a group of packages, not a package of that name.
 GROUP_KEYS = frozenset({"python", "pip", "pypi", "conda", "packages", "dependencies", "requirements", "other",
@@ -951,33 +952,14 @@ def _as_export(out: list[Declared], conda_items: list[tuple[int, bool]], path: s
 _INCLUDE = re.compile(r"^(?:-r|--requirement)(?:\s*=\s*|\s+|(?=[^\s=]))(\S+)$")
 
 
-def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """(first line number, text) of a requirements file's lines as pip reads them: a line ending
-    in a backslash goes on with the next (``x==1.0 \\`` then ``--hash=sha256:...`` lines, as
-    pip-compile writes them)."""
-    out: list[tuple[int, str]] = []
-    start, parts = 0, []  # type: ignore[var-annotated]
-    for n, raw in enumerate(text.splitlines(), 1):
-        if not parts:
-            start = n
-        if raw.rstrip().endswith("\\") and not raw.lstrip().startswith("#"):
-            parts.append(raw.rstrip()[:-1])
-            continue
-        parts.append(raw)
-        out.append((start, " ".join(p.strip() for p in parts)))
-        parts = []
-    if parts:
-        out.append((start, " ".join(p.strip() for p in parts)))
-    return out
-
-
 def parse_requirements_txt(text: str, path: str) -> MetaScan:
     warnings: list[tuple[str, int | None, str]] = []
     out: list[Declared] = []
     conda_items: list[tuple[int, bool]] = []
     system: list[tuple[int, str]] = []
     includes: list[tuple[int, str]] = []
-    for n, raw in _logical_lines(text):
+    # backslash continuations joined as pip joins them (pip-compile's `x==1.0 \` then `--hash=...`)
+    for n, raw in logical_lines(text):
         s = raw.split(" #", 1)[0].strip()
         if not s or s.startswith("#"):
             continue

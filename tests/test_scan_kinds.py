@@ -529,8 +529,9 @@ def test_scan__imports_whose_pypi_namesake_is_another_project__mapped_not_guesse
         import imblearn
         import pycrfsuite
         import gin
+        from past.builtins import xrange
     """})
     out = scan_json(root, capsys)
-    assert out["required"] == ["dm-acme", "dm-sonnet", "dm-tree", "gin-config", "imbalanced-learn",
+    assert out["required"] == ["dm-acme", "dm-sonnet", "dm-tree", "future", "gin-config", "imbalanced-learn",
                                "pyro-ppl", "python-crfsuite", "python-jose", "python-louvain"]
     assert out["guesses"] == []

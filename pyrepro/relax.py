@@ -728,14 +728,21 @@ def rule_valid_metadata(p: Problem, reqs: tuple[str, ...], facts: Facts) -> Step
         return None
     rejected = [r.split("==", 1)[1] for r in p.requirements]
     available = facts.versions.get(p.package) or ()
+
+    def is_rejected(v: str) -> bool:  # by version, not by spelling: gym==0.21 pins the rejected 0.21.0
+        try:
+            return any(Version(v) == Version(x) for x in rejected)
+        except InvalidVersion:
+            return v in rejected
+
     for i in find(reqs, p.package):
         r = _parse(reqs[i])
         wanted = pinned_version(reqs[i])
-        if r is None or wanted is None or wanted not in rejected:
+        if r is None or wanted is None or not is_rejected(wanted):
             continue
         try:
             newer = sorted((Version(v) for v in available if not Version(v).is_prerelease
-                            and Version(v) > Version(wanted) and v not in rejected))
+                            and Version(v) > Version(wanted) and not is_rejected(v)))
         except InvalidVersion:
             newer = []
         if not newer:

@@ -1519,3 +1519,17 @@ def test_lock_request__uv_first__a_pins_dependency_needs_a_newer_python__relocks
     assert out.ok, out.message
     assert any(s.rule == "release-for-python" and s.after == "six==1.17.0" for s in out.steps)
     assert pdm_runs == [] and len(asked) == 2
+
+
+def test_relax__invalid_metadata__pin_spelled_shorter_than_the_rejected_release__moves_up() -> None:
+    """aieconomist (corpus17 held, studied after its measurement): requirements.txt pins gym==0.21,
+    and uv rejects gym 0.21.0 for metadata that does not parse today. The pin is that very release
+    (0.21 == 0.21.0), so it moves to the next release; comparing spellings had added !=0.21.0 to
+    ==0.21, a requirement nothing satisfies, and the lock stopped."""
+    from pyrepro import relax
+
+    uv = ("error: No solution found when resolving dependencies cause: Because gym==0.21.0 has invalid metadata "
+          "and you require gym==0.21.0, we can conclude that your requirements are unsatisfiable.")
+    facts = relax.Facts(versions={"gym": ("0.20.0", "0.21.0", "0.22.0")})
+    step = relax.relax(uv, ["gym==0.21", "numpy"], facts)
+    assert step is not None and step.rule == "valid-metadata" and step.after == "gym==0.22.0", step

@@ -242,15 +242,15 @@ def test_vcs_source__forms(spec: str, want: tuple[str, str, str] | None) -> None
 
 @pytest.mark.integration
 @pytest.mark.network
-def test_init__real_pypi__import_telegram_with_its_distribution_declared__mapped_by_its_wheel(
+def test_init__real_pypi__import_hid_with_its_distribution_declared__mapped_by_its_wheel(
         write_files: Write, tmp_path: Path, isolated_cache: Path) -> None:
-    """Against real PyPI: 'import telegram' is in no name table; python-telegram-bot==13.7 is
-    declared, and its wheel's file list (read by range requests) shows it ships telegram. (fitz and
-    faiss, this test's earlier cases, went into the name table: PyPI's own 'fitz' and 'faiss' are an
-    unrelated project and a broken build.)"""
-    root = write_files({"sub/run.py": "import telegram\n", "sub/requirements.txt": "python-telegram-bot==13.7\n"})
+    """Against real PyPI: 'import hid' is in no name table (two projects ship it: hidapi and hid);
+    hidapi==0.14.0 is declared, and its wheel's file list (read by range requests) shows it ships
+    hid. (fitz, faiss and telegram, this test's earlier cases, went into the name table: PyPI's own
+    'fitz', 'faiss' and 'telegram' are an unrelated project, a broken build and a placeholder.)"""
+    root = write_files({"sub/run.py": "import hid\n", "sub/requirements.txt": "hidapi==0.14.0\n"})
     doc = _init(root / "sub", tmp_path / "models")
-    assert doc["mapping"]["telegram"]["distribution"] == "python-telegram-bot"
-    assert "python_telegram_bot-13.7-" in doc["mapping"]["telegram"]["reason"] and \
-        "ships the top-level module telegram" in doc["mapping"]["telegram"]["reason"]
-    assert doc["dependencies"]["scanned"] == ["python-telegram-bot"]
+    assert doc["mapping"]["hid"]["distribution"] == "hidapi"
+    assert "hidapi-0.14.0-" in doc["mapping"]["hid"]["reason"] and \
+        "ships the top-level module hid" in doc["mapping"]["hid"]["reason"]
+    assert doc["dependencies"]["scanned"] == ["hidapi"]

@@ -455,15 +455,16 @@ class WheelIndex(Index):
         body = self.fetch(str(f.get("url", "")))
         if not body:
             return None
-        names = _archive_names(body, fname)
-        if names is None:
+        listing = _archive_listing(body, fname)
+        if listing is None:
             return None
+        names, own = listing
         from pyrepro.toplevel import said_top_levels, sdist_top_levels
 
         # what the sdist says of itself (setuptools' egg-info at its root) wins over what its file
         # names suggest: sparsesvd 0.2.2 ships one extension module from sparsesvd.pyx beside a
         # bundled Pyrex and ez_setup.py, and its top_level.txt says "sparsesvd"
-        tops = said_top_levels(_archive_member(body, fname, _own_top_level_txt(names))) or sdist_top_levels(names)
+        tops = said_top_levels(own) or sdist_top_levels(names)
         if path is not None:
             _cache_write(path, sorted(tops))
         return tops, fname
@@ -484,25 +485,6 @@ def _own_top_level_txt(names: list[str]) -> str | None:
     return None
 
 
-def _archive_member(body: bytes, filename: str, member: str | None) -> str | None:
-    """One member's text from an sdist archive (tar or zip), None when absent or unreadable."""
-    import io
-    import tarfile
-    import zipfile
-
-    if member is None:
-        return None
-    try:
-        if filename.endswith(".zip"):
-            with zipfile.ZipFile(io.BytesIO(body)) as z:
-                return z.read(member).decode("utf-8", "replace")
-        with tarfile.open(fileobj=io.BytesIO(body), mode="r:*") as t:
-            fh = t.extractfile(member)
-            return fh.read(1 << 16).decode("utf-8", "replace") if fh is not None else None
-    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError):
-        return None
-
-
 def _same_version(a: str | None, want: object) -> bool:
     from packaging.version import InvalidVersion, Version
 
@@ -512,8 +494,10 @@ def _same_version(a: str | None, want: object) -> bool:
         return False
 
 
-def _archive_names(body: bytes, filename: str) -> list[str] | None:
-    """Member paths of an sdist archive (tar or zip), None when it cannot be read."""
+def _archive_listing(body: bytes, filename: str) -> tuple[list[str], str | None] | None:
+    """Member paths of an sdist archive (tar or zip) and the text of its own ``top_level.txt``
+    (``_own_top_level_txt``; None when it has none), read in one pass; None when the archive
+    cannot be read."""
     import io
     import tarfile
     import zipfile
@@ -521,8 +505,13 @@ def _archive_names(body: bytes, filename: str) -> list[str] | None:
     try:
         if filename.endswith(".zip"):
             with zipfile.ZipFile(io.BytesIO(body)) as z:
-                return z.namelist()
+                names = z.namelist()
+                own = _own_top_level_txt(names)
+                return names, z.read(own).decode("utf-8", "replace") if own else None
         with tarfile.open(fileobj=io.BytesIO(body), mode="r:*") as t:
-            return [m.name for m in t.getmembers()]
-    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError, ValueError):
+            names = [m.name for m in t.getmembers()]
+            own = _own_top_level_txt(names)
+            fh = t.extractfile(own) if own else None
+            return names, fh.read(1 << 16).decode("utf-8", "replace") if fh is not None else None
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError):
         return None

@@ -25,6 +25,7 @@ The result is a frozen ``ScanResult`` whose ``to_json()`` is the documented ``--
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import hashlib
@@ -685,9 +686,9 @@ def extract(walked: Walked, *, cache: Path | None = None, jobs: int | None = Non
     base = walked.base.resolve()
     # files read as declarations in their own right; an include of one is not read twice
     included = {s.rel for s in walked.files if s.kind == "metadata"}
-    pending = list(walked.files)
+    pending = collections.deque(walked.files)
     while pending:
-        src = pending.pop(0)
+        src = pending.popleft()
         data, warn = _read(src, base)
         if data is None:
             facts.append(FileFacts(src, warnings=(warn,) if warn else ()))
@@ -698,7 +699,7 @@ def extract(walked: Walked, *, cache: Path | None = None, jobs: int | None = Non
             ms = parse(text, src.rel)
             ws = tuple(Warning_(Location(p, line), msg) for p, line, msg in ms.warnings)
             more, inc_ws = _includes(src, ms.includes, walked.base, included)
-            pending[:0] = more
+            pending.extendleft(reversed(more))
             facts.append(FileFacts(src, declared=ms.declared, warnings=ws + inc_ws,
                                    unreadable=ws[:1] if ms.unreadable else ()))
             continue

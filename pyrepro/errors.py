@@ -148,10 +148,11 @@ class SdistBuildError(BuildError):
     """Locked sdists that did not build: ``packages`` holds (name, version) of each."""
 
     def __init__(self, message: str, *, packages: tuple[tuple[str, str], ...] = (), slow: bool = False,
-                 **kw: object) -> None:
+                 needs: tuple[str, ...] = (), **kw: object) -> None:
         super().__init__(message, **kw)  # type: ignore[arg-type]
         self.packages = packages
         self.slow = slow  # stopped for taking longer than one sdist's build may take, not for failing
+        self.needs = needs  # what the failed builds said they need from the system (a header, R, gdal-config)
 
 
 class RunError(PyreproError):

@@ -120,6 +120,9 @@ class Situation:
     lock_failed: str = ""
     sdists: tuple[tuple[str, str], ...] = ()  # locked sdists the last build could not build
     sdists_slow: bool = False  # ... because their build ran past the time one sdist's build may take
+    # what their builds said they need from the system (a header, a ``*-config`` tool, R): no date
+    # or era relock brings that, only a wheel (or a Python with one) avoids it
+    sdists_need: tuple[str, ...] = ()
     # sdist -> the declared requirements, none of them imported by the code, that alone bring it
     # into the lock (absent: an imported requirement needs it, or the lock does not say)
     unimported: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -553,6 +556,10 @@ def _after_build(s: Situation) -> Move:
         return PinWheels(tuple(steps))
     if move is not None:
         return MovePython(*move)
+    if s.sdists_need:  # a relock by a date builds the same sdist against the same system
+        pkg, version = s.sdists[0]
+        said = f"{pkg} {version} did not build: its build needs {', '.join(s.sdists_need)} from the system"
+        return GiveUp(f"{said}; {why}" if why else said)
     era = _era_of_failing_sdist(s)
     if era is not None:
         return era

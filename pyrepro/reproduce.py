@@ -469,7 +469,7 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
                imports: tuple[tuple[str, str, str], ...] = (), unlocked: tuple[tuple[str, str], ...] = (),
                lock_failed: str = "", unavailable: tuple[tuple[str, str, str], ...] = (),
                clashes: Mapping[str, tuple[str, ...]] | None = None, sdists_slow: bool = False,
-               branches: Mapping[str, str] | None = None) -> Any:
+               sdists_need: tuple[str, ...] = (), branches: Mapping[str, str] | None = None) -> Any:
     """What the repair planner needs to know of ``spec`` and its lock record (``repair.Situation``)."""
     from pyrepro import lock, repair
     from pyrepro.evidence import BOUND_ONLY, NO_EVIDENCE
@@ -507,7 +507,7 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
     return repair.Situation(python=spec.python, python_stated=not (spec.python_reason or "").startswith(NO_EVIDENCE),
                             python_reason=spec.python_reason or "", strategy=str(record.get("strategy", "")),
                             dated=spec.submitted is not None, online=online, sdists=tuple(sdists),
-                            sdists_slow=sdists_slow,
+                            sdists_slow=sdists_slow, sdists_need=tuple(sdists_need),
                             bound_only=(spec.submitted_reason or "").startswith(BOUND_ONLY),
                             unlocked=tuple(unlocked), lock_failed=lock_failed,
                             imports=tuple(imports), notes=spec.notes or "", moves=tuple(moves),
@@ -800,7 +800,8 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                 continue
             except SdistBuildError as exc:
                 move = plan(_situation(spec, online=online, moves=moves, sdists=exc.packages,
-                                       sdists_slow=exc.slow), index=index, runner=runner)
+                                       sdists_slow=exc.slow, sdists_need=exc.needs), index=index,
+                            runner=runner)
                 if isinstance(move, repair.GiveUp):
                     _lock_did_not_build(stages, exc)
                     stages.append(Stage("build", "failed", clock() - t0,

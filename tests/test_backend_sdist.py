@@ -585,6 +585,34 @@ def test_build_env__wheels_for_other_pythons_only__the_failure_is_an_sdist_failu
     assert ("netcdf4", "1.6.2") in err.value.packages
 
 
+def test_build_env__an_sdist_that_needs_r__the_error_carries_the_need(tmp_path: Path) -> None:
+    """spykesml-encoding (corpus18 dev): rpy2's build stops on "Unable to determine R home". The
+    error names R as what the system lacks (``needs``), for the hint and for the repair planner,
+    which then relocks by no date (a date does not install R)."""
+    from pyrepro.errors import SdistBuildError
+
+    root, paths, spec = sdist_model(tmp_path, OTHER_PYTHONS_PKG)
+    spec = dataclasses.replace(spec, python="3.6")
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[1:4] == ["-m", "pip", "download"]:
+            return Completed(tuple(argv), 0, "", "")
+        if argv[1:4] in (["-m", "pip", "install"], ["-m", "pip", "wheel"]):
+            req = Path(argv[-1]).read_text() if argv[-1].endswith(".txt") else ""
+            if "netcdf4" in req:
+                return Completed(tuple(argv), 1, "", "Getting requirements to build wheel: started\n"
+                                                     "Unable to determine R home: [Errno 2] No such file or "
+                                                     "directory: 'R'\nERROR: Failed building wheel for netCDF4\n")
+            return Completed(tuple(argv), 0, "", "")
+        return proc.run(cmd, **kw)
+
+    with pytest.raises(SdistBuildError) as err:
+        local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
+    assert err.value.needs == ("R",)
+    assert "needs from the system: R" in str(err.value) and "R from the system" in (err.value.hint or "")
+
+
 def test_system_needs__a_compiler_that_ran_and_failed_is_no_system_need() -> None:
     """crowdflower-relevance (corpus14 dev): regex 2022.1.18's Python 3 C code on Python 2 made gcc
     stop on ``Py_UCS1``. "error: command 'gcc' failed with exit status 1" is a compiler that ran; it

@@ -624,6 +624,23 @@ def test_sdist__python2_as_declared__no_wheel_anywhere__relocked_by_the_date_onc
     assert isinstance(o.answer(replace(s, sdists_slow=True)), repair.GiveUp)
 
 
+def test_sdist__its_build_needs_the_system__no_date_or_era_relock() -> None:
+    """spykesml-encoding (corpus18 dev): rpy2-rinterface 3.6.3 stopped on "Unable to determine R
+    home"; with no wheel and no Python move, the era rule dated the 2017 notebook 2025-09-04 (the
+    sdist's upload day) and relocked, for a build that needed R whatever the day. When the build
+    names what the system lacks, the planner gives up naming it; undated or dated alike."""
+    o = Oracle({"rpy2-rinterface": {"3.6.3": set()}}, uploads={"rpy2-rinterface==3.6.3": "2025-09-04"})
+    s = _s(python="3.8", python_stated=True, dated=False, sdists=(("rpy2-rinterface", "3.6.3"),))
+    assert isinstance(o.answer(s), repair.RelockByEra)  # without the need: the era rule's case
+    for dated in (False, True):
+        move = o.answer(replace(s, dated=dated, sdists_need=("R",)))
+        assert isinstance(move, repair.GiveUp), move
+        assert "rpy2-rinterface 3.6.3 did not build: its build needs R from the system" in move.reason
+    # a wheel still avoids the build: the need does not stop a move to one
+    o2 = Oracle({"rpy2-rinterface": {"3.6.3": set(), "3.6.0": {"3.8"}}})
+    assert isinstance(o2.answer(replace(s, sdists_need=("R",))), repair.PinWheels)
+
+
 def test_sdist__only_unimported_requirements_bring_it__dropped_others_moved_to_wheels() -> None:
     """chemprop 2024 (corpus6 held): an environment export declares torch-scatter and
     scikit-learn-extra, which nothing the code imports needs; no release of torch-scatter has a

@@ -495,7 +495,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                     raise SdistBuildError(f"installing {what} of {spec.name} failed"
                                           + (f" (needs from the system: {', '.join(needs)})" if needs else "")
                                           + ": " + "; then ".join(failures),
-                                          packages=failed_sdists(group, *outputs), hint=hint)
+                                          packages=failed_sdists(group, *outputs), hint=hint, needs=needs)
                 raise BuildError(f"installing {what} of {spec.name} failed: " + "; then ".join(failures), hint=hint)
         progress.advance(label, len(pkgs), "installed")
         for src in extra_pkgs:
@@ -819,6 +819,9 @@ _SYSTEM_NEEDS = (
     re.compile(r"error: command '([\w.+/-]*(?:gcc|g\+\+|cc|gfortran|clang))' failed: No such file or directory"),
     re.compile(r"unable to execute '([\w.+/-]*(?:gcc|g\+\+|cc|gfortran|clang))': No such file or directory"),
     re.compile(r"Can not find Rust compiler|(cargo|rustc) (?:is )?not found"),
+    # rpy2's build asks ``R RHOME`` and stops on "Unable to determine R home: [Errno 2] No such file
+    # or directory: 'R'" (spykesml-encoding, corpus18 dev): the R language itself is the need
+    re.compile(r"Unable to determine (R) home"),
 )
 
 

@@ -272,6 +272,8 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
         notes.append(f"Python 2 evidence: {scan.python2_evidence[0]}")
     notes += [f"the code clones {url} ({where}): a module no distribution provides may come from it; pin it as "
               "an extra source" for url, where in cloned_repositories(scan)]
+    notes += [f"the README links {url} ({where}): {module} may come from it; pin it as an extra source"
+              for module, url, where in linked_repositories(folder, [i.module for i in scan.guesses])]
     if notes:
         doc["notes"] = "; ".join(notes)
     src = tomlkit.table()
@@ -508,6 +510,41 @@ def cloned_repositories(scan: ScanResult) -> list[tuple[str, str]]:
         if url:
             out.setdefault(url.removesuffix(".git"), str(t.location))
     return sorted(out.items())
+
+
+_REPOSITORY_LINK = re.compile(r"https?://(?:www\.)?(?:github\.com|gitlab\.com|bitbucket\.org)/[\w.-]+/([\w.-]+)")
+
+
+def linked_repositories(folder: Path, modules: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(module, address, where) for each of ``modules`` (imports no distribution provides) whose
+    name a repository linked from the folder's README (or its first-level folders' READMEs) bears:
+    vnet-volumetric (corpus18 dev) imports torchbiomed, which is on no index, and its README links
+    https://github.com/mattmacy/torchbiomed. Names compare as distribution names (case, ``-``,
+    ``_`` and ``.`` alike); the first link of each module is kept."""
+    from packaging.utils import canonicalize_name
+
+    from pyrepro.fsutil import decode_text
+    from pyrepro.scan.metadata import README_NAMES
+
+    wanted = {canonicalize_name(m.split(".")[0]): m.split(".")[0] for m in modules}
+    if not wanted:
+        return []
+    found: dict[str, tuple[str, str]] = {}
+    readmes = [p for pattern in ("*", "*/*") for p in sorted(folder.glob(pattern))
+               if p.name.lower() in README_NAMES and p.is_file()]
+    for path in readmes:
+        try:
+            text = decode_text(path.read_bytes())
+        except (OSError, UnicodeDecodeError):
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            for m in _REPOSITORY_LINK.finditer(line):
+                repo = m.group(1).removesuffix(".git")
+                key = canonicalize_name(repo)
+                if key in wanted and wanted[key] not in found:
+                    url = m.group(0).removesuffix(".git")
+                    found[wanted[key]] = (url, f"{path.relative_to(folder).as_posix()}:{n}")
+    return [(mod, url, where) for mod, (url, where) in sorted(found.items())]
 
 
 def _pep440_spec(spec: str) -> str:

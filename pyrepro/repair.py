@@ -931,6 +931,9 @@ def _after_imports(s: Situation) -> Move:
             if top in s.facts.providers or top in given else ""
         clones = re.findall(r"the code clones (\S+) \(([^)]*)\)", s.notes or "")
         where = "".join(f"; the code clones {u} ({w}): {first[0]} may come from there" for u, w in clones[:2])
+        linked = re.search(rf"the README links (\S+) \(([^)]*)\): {re.escape(top)} may come from it", s.notes or "")
+        if linked:
+            where += f"; the README links {linked.group(1)} ({linked.group(2)}): {first[0]} may come from there"
         hint = (f"no locked distribution provides {first[0]}{looked}{where}: code from another repository goes "
                 "into model.toml as [[extra_sources]] (name, repository, 40-hex commit), a PyPI distribution of "
                 "another name as a [mapping] entry; then rerun")

@@ -177,6 +177,21 @@ def test_init__a_notebook_clones_a_repository__noted_with_where(write_files: Wri
     assert "the code clones https://github.com/o/bench (run.ipynb[cell 0]:1)" in doc["notes"]
 
 
+def test_init__the_readme_links_the_repository_of_an_unknown_import__noted_with_where(write_files: Write,
+                                                                                      tmp_path: Path) -> None:
+    """vnet-volumetric (corpus18 dev): ``import torchbiomed.datasets``, on no index, and the README
+    links https://github.com/mattmacy/torchbiomed. The note names the link and its line; a link to
+    a repository of another name (and a module no link names) gets none."""
+    root = write_files({
+        "sub/README.md": "# V-Net\nSee [docs](https://github.com/o/other-docs).\n\n"
+                         "Needs the [Torchbiomed](https://github.com/someone/TorchBiomed.git) package.\n",
+        "sub/train.py": "import torchbiomed.datasets as dset\nimport qqqzzunknownmod\n"})
+    doc = _init(root / "sub", tmp_path / "models")
+    assert ("the README links https://github.com/someone/TorchBiomed (README.md:4): torchbiomed may come from it"
+            in doc["notes"])
+    assert "other-docs" not in doc["notes"] and "qqqzzunknownmod may come from it" not in doc["notes"]
+
+
 def test_init__ranges_of_two_files_exclude_each_other__main_file_kept_and_said(write_files: Write,
                                                                                tmp_path: Path) -> None:
     """oximachine (corpus5): requirements.txt says xgboost~=1.4.2, a docs/environment.yml of a year

@@ -590,6 +590,16 @@ def test_imports_not_provided__the_code_clones_a_repository__the_hint_names_it()
     assert "the code clones https://github.com/o/bench (nb.ipynb[cell 1]:1): train_agent may come from there" in move.hint
 
 
+def test_imports_not_provided__the_readme_links_its_repository__the_hint_names_it() -> None:
+    notes = ("the README links https://github.com/m/torchbiomed (README.md:13): torchbiomed may come from it; pin it "
+             "as an extra source; the README links https://github.com/m/other (README.md:20): other may come from it")
+    row = ("torchbiomed.datasets", "error", "ModuleNotFoundError: No module named 'torchbiomed'")
+    move = repair.next_move(_s(imports=(row,), notes=notes, facts=repair.Facts(providers={"torchbiomed": None})))
+    assert isinstance(move, repair.GiveUp)
+    assert ("the README links https://github.com/m/torchbiomed (README.md:13): torchbiomed.datasets may come from "
+            "there") in move.hint and "m/other" not in move.hint
+
+
 def test_sdist__undated__nothing_else_helps__relock_by_the_sdists_upload_day_once() -> None:
     """perovskite-ordering (corpus4 dev), undated: torch-scatter 2.1.1 has no wheel anywhere and no
     Python move helps; today's setuptools beside torch 1.13.1 broke its setup.py. The sdist's

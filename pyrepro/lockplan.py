@@ -320,15 +320,25 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
     names = tuple(n for n in relax.packages_to_look_up(problems, reqs) if n not in s.facts.versions)
     if names:
         return LookUp(versions=names)
-    step = relax.relax(problems, reqs, replace(s.facts, descents=descents))
+    facts = replace(s.facts, descents=descents)
+    step = relax.relax(problems, reqs, facts)
+    rules, looped = relax.RULES, None
+    while step is not None and any(t.requirements == step.requirements and t.bound == bound for t in s.tried):
+        # a step back to a set already tried: the next rule's step instead (latent-diffusion,
+        # corpus18 dev: the README's kornia==0.6.4 moved torch==1.7.0 to 1.8.1, torchvision==0.8.1
+        # then asked for torch==1.7.0 again; widening torchvision's pin is the way out)
+        looped = looped or step
+        rules = tuple(r for r in rules if r[0] != step.rule)
+        step = relax.relax(problems, reqs, facts, rules=rules)
+    if step is None and looped is not None:
+        return GiveUp(f"the relaxation {looped.summary} leads back to a requirement set already tried, and no "
+                      "other rule applies")
     if step is None:
         first = next((p for p in problems if p.kind != "unknown"), problems[0] if problems else None)
         what = f"{first.kind}{f' ({first.package})' if first.package else ''}" if first else "an unreadable error"
         return _guided(s, f"no relaxation rule applies to {what}")
     if not step.trigger:
         step = replace(step, trigger="\n".join(s.tried[-1].error.splitlines()[-8:]))
-    if any(t.requirements == step.requirements and t.bound == bound for t in s.tried):
-        return GiveUp(f"the relaxation {step.summary} leads back to a requirement set already tried")
     return Try("relaxed", step.requirements, bound, step=step)
 
 

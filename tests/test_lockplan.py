@@ -574,3 +574,34 @@ def test_uv_compile__bounds_of_their_own__exclude_newer_package_per_project(tmp_
     argv = list(r.calls[0][0])
     pairs = [argv[i + 1] for i, a in enumerate(argv) if a == "--exclude-newer-package"]
     assert "dicom=2021-01-02T00:00:00Z" in pairs
+
+
+def _uv_conflict(who: str, needs: str, ours: str) -> str:
+    name = who.split("==")[0]
+    return ("  × No solution found when resolving dependencies:\n"
+            f"  ╰─▶ Because {who} depends on {needs} and you require {who}, we can conclude that you require "
+            f"{needs}.\n      And because you require {ours}, we can conclude that your requirements are "
+            f"unsatisfiable.\n") if name else ""
+
+
+def test_plan__a_relaxation_back_to_a_set_tried__the_next_rule_acts_instead() -> None:
+    """latent-diffusion (corpus18 dev): the README's kornia==0.6.4 needs torch>=1.8.1, beside the
+    environment file's torch==1.7.0 and torchvision==0.8.1. nearest-compatible moved torch to 1.8.1;
+    torchvision==0.8.1 then asked for torch==1.7.0, and nearest-compatible moved it back: the
+    planner gave up on a step back to a set already tried. Now the next rule acts: torchvision's
+    the conflict is widened (torch's pin, then what still conflicts)."""
+    declared = ("kornia==0.6.4", "torch==1.7.0", "torchvision==0.8.1")
+    sit = lockplan.start(declared, imported=frozenset({"kornia", "torch", "torchvision"}))
+    sit = sit.learn(versions={"torch": ("1.6.0", "1.7.0", "1.7.1", "1.8.0", "1.8.1", "1.9.0"),
+                              "torchvision": ("0.8.1", "0.9.1"), "kornia": ("0.5.0", "0.6.4")})
+    m1 = lockplan.next_move(sit)
+    assert isinstance(m1, lockplan.Try) and m1.strategy == "as-declared"
+    sit = sit.after(m1, _fail(m1, _uv_conflict("kornia==0.6.4", "torch>=1.8.1", "torch==1.7.0")))
+    m2 = lockplan.next_move(sit)
+    assert isinstance(m2, lockplan.Try) and m2.step is not None and m2.step.rule == "nearest-compatible"
+    assert "torch==1.8.1" in m2.requirements
+    sit = sit.after(m2, _fail(m2, _uv_conflict("torchvision==0.8.1", "torch==1.7.0", "torch==1.8.1")))
+    m3 = lockplan.next_move(sit)
+    assert isinstance(m3, lockplan.Try), m3
+    assert m3.step is not None and m3.step.rule == "widen-conflict"
+    assert all(t.requirements != m3.requirements for t in sit.tried) and "kornia==0.6.4" in m3.requirements

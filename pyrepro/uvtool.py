@@ -153,13 +153,49 @@ def guide(requirements: Sequence[str], python: str, bound: str | None, *, runner
     return Guide((), "\n".join(lines[-8:]) or f"uv pip compile exited {code}")
 
 
+#: uv's hint when an sdist's setup.py imports what its build requirements do not name
+#: ("`academictorrents@1.11` depends on `six`, but doesn't declare it as a build dependency")
+_UNDECLARED_BUILD_DEP = re.compile(r"`([A-Za-z0-9][A-Za-z0-9._-]*)@[^`]*` depends on `([A-Za-z0-9][A-Za-z0-9._-]*)`, "
+                                   r"but doesn't declare it as a build dependency")
+#: rounds of ``_compile`` that add such a build dependency and ask again
+UV_BUILD_DEP_RETRIES = 3
+
+
 def _compile(uv: str, reqs: Sequence[str], python: str, bound: str | None, *, runner: Runner, cache: Path,
              timeout: float, extra: Sequence[str] = (), interpreter: str | None = None,
              package_bounds: Sequence[tuple[str, str]] = ()) -> tuple[str, int, str]:
-    """One ``uv pip compile``: (its error text, exit status, its output). ``interpreter``: the
+    """``uv pip compile``: (its error text, exit status, its output). ``interpreter``: the
     target's own CPython, which builds the metadata of sdists (else uv builds it with whatever
     Python it finds: absl-py 0.8.1's setup.py refuses CPython 3.11, "Python version 2.7 or 3.4+
-    is required", and molecule-chef's 3.6 set got no answer)."""
+    is required", and molecule-chef's 3.6 set got no answer). When the metadata build of an sdist
+    the resolution reached fails because its setup.py imports a package its build requirements do
+    not name, and uv's hint names both, uv is asked again with that package as an extra build
+    dependency of that sdist (uv's ``extra-build-dependencies``; latent-diffusion, corpus18 dev:
+    academictorrents 1.11's setup.py imports six, so uv could not answer and pdm's resolution of
+    168 packages ran past the time allowed). Within ``timeout`` in all."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    added: dict[str, list[str]] = {}
+    for _ in range(UV_BUILD_DEP_RETRIES + 1):
+        text, code, out = _compile_once(uv, reqs, python, bound, runner=runner, cache=cache,
+                                        timeout=max(deadline - time.monotonic(), 1.0), extra=extra,
+                                        interpreter=interpreter, package_bounds=package_bounds, build_deps=added)
+        if code in (0, -1):
+            break
+        found = [(pkg, dep) for pkg, dep in _UNDECLARED_BUILD_DEP.findall(text) if dep not in added.get(pkg, [])]
+        if not found or deadline - time.monotonic() < 5:
+            break
+        for pkg, dep in found:
+            added.setdefault(pkg, []).append(dep)
+    return text, code, out
+
+
+def _compile_once(uv: str, reqs: Sequence[str], python: str, bound: str | None, *, runner: Runner, cache: Path,
+                  timeout: float, extra: Sequence[str] = (), interpreter: str | None = None,
+                  package_bounds: Sequence[tuple[str, str]] = (),
+                  build_deps: dict[str, list[str]] | None = None) -> tuple[str, int, str]:
+    """One ``uv pip compile`` (see ``_compile``)."""
     with tempfile.TemporaryDirectory(prefix="pyrepro-uv-guide-") as tmp:
         req_in = Path(tmp) / "requirements.in"
         req_in.write_text("".join(f"{r}\n" for r in reqs), encoding="utf-8")
@@ -169,6 +205,14 @@ def _compile(uv: str, reqs: Sequence[str], python: str, bound: str | None, *, ru
                 "--no-annotate", "--no-header", "--quiet", "--no-config", *extra]
         if interpreter:
             argv += ["--python", interpreter]
+        if build_deps:
+            import json
+
+            conf = Path(tmp) / "uv.toml"  # TOML strings are JSON strings: names and lists written as JSON
+            conf.write_text("[extra-build-dependencies]\n" + "".join(
+                f"{json.dumps(pkg)} = {json.dumps(deps)}\n" for pkg, deps in sorted(build_deps.items())),
+                encoding="utf-8")
+            argv += ["--config-file", str(conf)]
         if bound:
             argv += ["--exclude-newer", f"{bound}T00:00:00Z"]
             for name, day in (*build_tool_overrides(bound), *package_bounds):

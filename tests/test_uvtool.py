@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -63,3 +64,57 @@ def test_guide__an_sdist_uv_cannot_build_is_left_out_at_most_three_times(tmp_pat
     g = uvtool.guide(["a", "b", "c", "d", "e"], "3.9", None, runner=r, cache=tmp_path)
     assert seen == [["a", "b", "c", "d", "e"], ["a", "b", "c", "d"], ["a", "b", "c"], ["a", "b"]]
     assert not g.ok and "Failed to build `b==1.0`" in g.error
+
+
+UNDECLARED_SIX = (
+    "  × Failed to build `academictorrents==1.11`\n"
+    "  ├─▶ The build backend returned an error\n"
+    "  ╰─▶ Call to `setuptools.build_meta:__legacy__.build_wheel` failed (exit status: 1)\n"
+    "      [stderr]\n"
+    "      ModuleNotFoundError: No module named 'six'\n"
+    "      hint: This error likely indicates that `academictorrents@1.11` depends on `six`, but doesn't declare it "
+    "as a build dependency. If `academictorrents` is a first-party package, consider adding `six` to its "
+    "`build-system.requires`. Otherwise, either add it to your `pyproject.toml` under:\n\n"
+    "      [tool.uv.extra-build-dependencies]\n      academictorrents = [\"six\"]\n")
+
+
+def test_compile__an_sdist_whose_setup_py_imports_an_undeclared_package__asked_again_with_it(tmp_path: Path) -> None:
+    """latent-diffusion (corpus18 dev): uv's resolution reached academictorrents 1.11, whose setup.py
+    imports six without declaring it; uv could not answer, and pdm's resolution of 168 packages ran
+    past the time allowed. uv is asked again with six as an extra build dependency of that sdist
+    (uv's ``extra-build-dependencies``, in a config file of its own), and its resolution is read."""
+    configs: list[str] = []
+
+    def uv(argv, cwd, env):  # type: ignore[no-untyped-def]
+        conf = argv[argv.index("--config-file") + 1] if "--config-file" in argv else None
+        configs.append(Path(conf).read_text() if conf else "")
+        if conf and '"academictorrents" = ["six"]' in configs[-1]:
+            return Completed(tuple(argv), 0, "academictorrents==1.11\nsix==1.16.0\n", "")
+        return Completed(tuple(argv), 1, "", UNDECLARED_SIX)
+
+    r = FakeRunner().on((uvtool.uv_executable() or "uv", "pip", "compile"), uv)
+    g = uvtool.guide(["academictorrents==1.11"], "3.8", "2022-04-04", runner=r, cache=tmp_path)
+    assert g.ok and g.version("academictorrents") == "1.11"
+    assert len(configs) == 2 and configs[0] == "" and "[extra-build-dependencies]" in configs[1]
+    # a hint that names nothing new is not asked again
+    r2 = FakeRunner().on((uvtool.uv_executable() or "uv", "pip", "compile"), "", returncode=1,
+                         stderr=UNDECLARED_SIX.replace("academictorrents@1.11", "other@1.0"))
+    assert uvtool.precheck(["a"] * 10, "3.8", None, runner=r2, cache=tmp_path) is None
+    assert len(r2.calls) == 2  # asked once more with `other`'s build dependency, then the same hint: done
+
+
+@pytest.mark.network
+def test_compile__real_uv__academictorrents_setup_py_imports_six__resolved(tmp_path: Path) -> None:
+    """The same through the real uv and index (network): without the retry uv cannot answer."""
+    from pyrepro import lock, proc
+
+    try:
+        py = lock.find_python("3.8")
+    except Exception:
+        pytest.skip("no CPython 3.8 here")
+    if uvtool.uv_executable() is None:
+        pytest.skip("no uv here")
+    g = uvtool.guide(["academictorrents==1.11"], "3.8", "2022-04-04", runner=proc.run, cache=tmp_path / "uv",
+                     interpreter=str(py))
+    assert g.ok, g.error
+    assert g.version("academictorrents") == "1.11" and g.version("six")

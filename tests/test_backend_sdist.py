@@ -564,31 +564,15 @@ def test_build_env__wheels_for_other_pythons_only__the_failure_is_an_sdist_failu
     not build (SdistBuildError with the package), which the repair planner moves."""
     from pyrepro.errors import SdistBuildError
 
-    root, paths, spec = sdist_model(tmp_path, OTHER_PYTHONS_PKG)
-    spec = dataclasses.replace(spec, python="3.6")
-
-    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
-        argv = [str(c) for c in cmd]
-        if argv[1:4] == ["-m", "pip", "download"]:
-            return Completed(tuple(argv), 0, "", "")
-        if argv[1:4] in (["-m", "pip", "install"], ["-m", "pip", "wheel"]):
-            req = Path(argv[-1]).read_text() if argv[-1].endswith(".txt") else ""
-            if "netcdf4" in req:
-                return Completed(tuple(argv), 1, "", "Building wheel for netCDF4 (setup.py): started\n"
-                                                     "ValueError: did not find HDF5 headers\n"
-                                                     "ERROR: Failed building wheel for netCDF4\n")
-            return Completed(tuple(argv), 0, "", "")
-        return proc.run(cmd, **kw)
-
-    with pytest.raises(SdistBuildError) as err:
-        local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
-    assert ("netcdf4", "1.6.2") in err.value.packages
+    err = _netcdf4_build_fails(tmp_path, "Building wheel for netCDF4 (setup.py): started\n"
+                                         "ValueError: did not find HDF5 headers\n"
+                                         "ERROR: Failed building wheel for netCDF4\n")
+    assert ("netcdf4", "1.6.2") in err.packages
 
 
-def test_build_env__an_sdist_that_needs_r__the_error_carries_the_need(tmp_path: Path) -> None:
-    """spykesml-encoding (corpus18 dev): rpy2's build stops on "Unable to determine R home". The
-    error names R as what the system lacks (``needs``), for the hint and for the repair planner,
-    which then relocks by no date (a date does not install R)."""
+def _netcdf4_build_fails(tmp_path: Path, pip_says: str) -> Any:
+    """build_env on the netCDF4 1.6.2 lock for 3.6, its sdist's build failing with ``pip_says``:
+    the SdistBuildError raised."""
     from pyrepro.errors import SdistBuildError
 
     root, paths, spec = sdist_model(tmp_path, OTHER_PYTHONS_PKG)
@@ -601,16 +585,24 @@ def test_build_env__an_sdist_that_needs_r__the_error_carries_the_need(tmp_path: 
         if argv[1:4] in (["-m", "pip", "install"], ["-m", "pip", "wheel"]):
             req = Path(argv[-1]).read_text() if argv[-1].endswith(".txt") else ""
             if "netcdf4" in req:
-                return Completed(tuple(argv), 1, "", "Getting requirements to build wheel: started\n"
-                                                     "Unable to determine R home: [Errno 2] No such file or "
-                                                     "directory: 'R'\nERROR: Failed building wheel for netCDF4\n")
+                return Completed(tuple(argv), 1, "", pip_says)
             return Completed(tuple(argv), 0, "", "")
         return proc.run(cmd, **kw)
 
     with pytest.raises(SdistBuildError) as err:
         local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
-    assert err.value.needs == ("R",)
-    assert "needs from the system: R" in str(err.value) and "R from the system" in (err.value.hint or "")
+    return err.value
+
+
+def test_build_env__an_sdist_that_needs_r__the_error_carries_the_need(tmp_path: Path) -> None:
+    """spykesml-encoding (corpus18 dev): rpy2's build stops on "Unable to determine R home". The
+    error names R as what the system lacks (``needs``), for the hint and for the repair planner,
+    which then relocks by no date (a date does not install R)."""
+    err = _netcdf4_build_fails(tmp_path, "Getting requirements to build wheel: started\n"
+                                         "Unable to determine R home: [Errno 2] No such file or directory: 'R'\n"
+                                         "ERROR: Failed building wheel for netCDF4\n")
+    assert err.needs == ("R",)
+    assert "needs from the system: R" in str(err) and "R from the system" in (err.hint or "")
 
 
 def test_system_needs__a_compiler_that_ran_and_failed_is_no_system_need() -> None:

@@ -530,8 +530,9 @@ def test_scan__imports_whose_pypi_namesake_is_another_project__mapped_not_guesse
         import pycrfsuite
         import gin
         from past.builtins import xrange
+        import clip
     """})
     out = scan_json(root, capsys)
     assert out["required"] == ["dm-acme", "dm-sonnet", "dm-tree", "future", "gin-config", "imbalanced-learn",
-                               "pyro-ppl", "python-crfsuite", "python-jose", "python-louvain"]
+                               "openai-clip", "pyro-ppl", "python-crfsuite", "python-jose", "python-louvain"]
     assert out["guesses"] == []

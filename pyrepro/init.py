@@ -486,12 +486,20 @@ def match_by_wheels(scan: ScanResult, index: Any, before: dt.date | None = None,
                                   + f" all ship {top}; review and add the right one to [mapping]", False))
         elif imp.guess and imp.kind == "required" and hasattr(index, "releases_by"):
             # an optional import is never installed unless declared: no provider is looked up
-            from pyrepro.providers import find_provider, known_absent
+            from pyrepro.providers import AFTER_DATE, find_provider, known_absent
 
             if known_absent(imp.module):
                 continue
             found = find_provider(imp.module, index, before, python)
-            if found is not None:
+            if found is not None and imp.branch and AFTER_DATE in found.reason:
+                # imported only under a run-time condition, and nothing of the submission's time
+                # ships it: a later release would bind the whole lock to its own era (rlkit-sac,
+                # corpus18 held, studied after its measurement: d4rl 1.1 of 2022 for a 2019
+                # submission needs Python 3.7 through dm-control, and the 3.6 lock failed on it);
+                # the import check accepts a branch-only module missing, and says so
+                out.append(WheelMatch(top, found.distribution, f"imported only at {imp.branch}; not added: {found.reason}",
+                                      False))
+            elif found is not None:
                 out.append(WheelMatch(top, found.distribution, found.reason, True, found.spec()))
     return out
 

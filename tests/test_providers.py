@@ -853,3 +853,24 @@ def test_init__exact_pins_only_python2_installs__python_2_7_unless_the_code_is_p
     assert doc["python"] == py, doc["python_reason"]
     if py == "2.7":
         assert "the pins are a Python 2 environment's" in doc["python_reason"]
+
+
+def test_match_by_wheels__branch_only_import__no_provider_from_after_the_date(tmp_path: Path, write_files: Any) -> None:
+    """rlkit-sac (corpus18 held, studied after its measurement): ``import d4rl`` sits in one branch
+    of make_env, and d4rl's first release (2022) came three years after the 2019 submission; pinned
+    as a provider, it bound the lock to Python 3.7 and the lock failed. A branch-only import gets no
+    provider from after the date (a note says which and why); an unconditional one still does, and
+    so does a branch-only one with a release by the date."""
+    import datetime as dt
+
+    from pyrepro import init as init_mod
+    from pyrepro.scan import scan_path
+
+    root = write_files({"sub/run.py": "import sys\nimport loguru\nif sys.argv[1] == 'd4rl':\n    import d4rl\n"
+                                      "if sys.argv[1] == 'x':\n    import benchkitx\n"})
+    fake = FakeIndex({"d4rl": [("1.1", "2022-09-25", {"d4rl"})], "loguru": [("1.0", "2022-09-25", {"loguru"})],
+                      "benchkitx": [("4.0", "2018-01-01", {"benchkitx"})]})
+    got = {m.module: m for m in init_mod.match_by_wheels(scan_path(root / "sub"), fake, dt.date(2019, 5, 22))}
+    assert got["loguru"].declared and got["benchkitx"].declared
+    assert not got["d4rl"].declared and "imported only at run.py:4" in got["d4rl"].reason
+    assert "not added" in got["d4rl"].reason

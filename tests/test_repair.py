@@ -345,6 +345,20 @@ def test_imports_not_provided__online__look_up_then_add_the_provider_once() -> N
     assert isinstance(final, repair.GiveUp) and "[[extra_sources]]" in final.hint
 
 
+def test_imports_not_provided__branch_only__no_provider_from_after_the_date__accepted() -> None:
+    """rlkit-sac (corpus18 held, after its measurement): ``import d4rl`` only in one branch of
+    make_env, and its only provider is a release three years after the submission's date. No
+    provider is added (it would bind the lock to its own era); the branch-only module is accepted
+    missing. Imported unconditionally, the same provider is added."""
+    row = ("d4rl", "error", "ModuleNotFoundError: No module named 'd4rl'")
+    late = ("d4rl", "1.1", "the wheel d4rl-1.1 (uploaded 2022-09-25, 1222 days after the submission's date "
+                           "2019-05-22: ...)", True)
+    s = _s(imports=(row, ("numpy", "ok", "")), facts=repair.Facts(providers={"d4rl": late}),
+           branches={"d4rl": "rlkit/envs/make_env.py:38 (under `env_id in D4RL_ENVS`)"})
+    assert isinstance(repair.next_move(s), repair.AcceptBranches)
+    assert isinstance(repair.next_move(replace(s, branches={})), repair.AddProviders)
+
+
 def test_imports_not_provided__no_candidate_ships_it__gives_up_saying_so() -> None:
     s = _s(imports=(_LOGURU,), facts=repair.Facts(providers={"loguru": None}))
     move = repair.next_move(s)

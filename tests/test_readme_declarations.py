@@ -294,3 +294,13 @@ def test_init__readme_requirements_on_lines_of_their_own__read_prose_lines_are_n
     assert "torch" not in pins
     assert [t for _n, t, _s in metadata.readme_lists(README_PLAIN_LINES.splitlines())] == \
         ["python==3.7", "tensorflow==2.2.0", "pymatgen==2020.3.13", "numpy==1.16.4"]  # tensorflow-gpu: its rename
+
+
+def test_environment_yml__conda_r_packages__not_python_distributions() -> None:
+    """scgpt-singlecell (corpus18 held, after its measurement): its docs' environment file lists
+    conda-forge's r-devtools, which was taken as a PyPI name and stopped the as-declared lock. Every
+    conda ``r-*`` package is R's ([conda_system]); a pip: entry of any name is still PyPI's."""
+    yml = ("dependencies:\n  - python=3.9\n  - r-base=4.1\n  - r-devtools\n  - numpy=1.22\n"
+           "  - pip:\n    - wandb==0.15.0\n")
+    ms = metadata.parse_environment_yml(yml, "environment.yml")
+    assert {d.name for d in ms.declared} == {"numpy", "wandb"}

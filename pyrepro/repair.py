@@ -58,8 +58,8 @@ from dataclasses import dataclass, field, replace
 from packaging.utils import canonicalize_name
 
 from pyrepro import relax
-from pyrepro.providers import AFTER_DATE
 from pyrepro.interpreters import RELEASES, python_of_day, settled_pythons, version_key
+from pyrepro.providers import AFTER_DATE
 
 MAX_BUILD_MOVES = 3  # sdist-to-wheel and sdist-to-older-python moves per build, in all
 MAX_LOCK_MOVES = 2  # not-found-to-older-python moves before the first lock

@@ -10,10 +10,12 @@ from ``uv pip compile``'s output.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,8 +175,6 @@ def _compile(uv: str, reqs: Sequence[str], python: str, bound: str | None, *, ru
     dependency of that sdist (uv's ``extra-build-dependencies``; latent-diffusion, corpus18 dev:
     academictorrents 1.11's setup.py imports six, so uv could not answer and pdm's resolution of
     168 packages ran past the time allowed). Within ``timeout`` in all."""
-    import time
-
     deadline = time.monotonic() + timeout
     added: dict[str, list[str]] = {}
     for _ in range(UV_BUILD_DEP_RETRIES + 1):
@@ -206,8 +206,6 @@ def _compile_once(uv: str, reqs: Sequence[str], python: str, bound: str | None, 
         if interpreter:
             argv += ["--python", interpreter]
         if build_deps:
-            import json
-
             conf = Path(tmp) / "uv.toml"  # TOML strings are JSON strings: names and lists written as JSON
             conf.write_text("[extra-build-dependencies]\n" + "".join(
                 f"{json.dumps(pkg)} = {json.dumps(deps)}\n" for pkg, deps in sorted(build_deps.items())),

@@ -562,8 +562,6 @@ def test_locked_packages__wheels_for_other_pythons_and_an_sdist__built_as_an_sdi
 def test_build_env__wheels_for_other_pythons_only__the_failure_is_an_sdist_failure(tmp_path: Path) -> None:
     """Through build_env: the build of that sdist fails, and the error names it as an sdist that did
     not build (SdistBuildError with the package), which the repair planner moves."""
-    from pyrepro.errors import SdistBuildError
-
     err = _netcdf4_build_fails(tmp_path, "Building wheel for netCDF4 (setup.py): started\n"
                                          "ValueError: did not find HDF5 headers\n"
                                          "ERROR: Failed building wheel for netCDF4\n")

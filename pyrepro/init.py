@@ -528,7 +528,10 @@ def linked_repositories(folder: Path, modules: Sequence[str]) -> list[tuple[str,
     name a repository linked from the folder's README (or its first-level folders' READMEs) bears:
     vnet-volumetric (corpus18 dev) imports torchbiomed, which is on no index, and its README links
     https://github.com/mattmacy/torchbiomed. Names compare as distribution names (case, ``-``,
-    ``_`` and ``.`` alike); the first link of each module is kept."""
+    ``_`` and ``.`` alike), and a ``scikit-X`` repository also as the SciKits' import name ``skX``
+    (scikit-learn's sklearn, scikit-image's skimage; the k shared when X begins with one:
+    scikit-kinematics' skinematics; holographic-embeddings, corpus19 dev, imports skge and its
+    README links github.com/mnick/scikit-kge); the first link of each module is kept."""
     from packaging.utils import canonicalize_name
 
     from pyrepro.fsutil import decode_text
@@ -549,6 +552,10 @@ def linked_repositories(folder: Path, modules: Sequence[str]) -> list[tuple[str,
             for m in _REPOSITORY_LINK.finditer(line):
                 repo = m.group(1).removesuffix(".git")
                 key = canonicalize_name(repo)
+                if key not in wanted and key.startswith("scikit-"):
+                    rest = key.removeprefix("scikit-").replace("-", "")
+                    # sk + the rest, its k shared when the rest begins with one (scikit-kinematics: skinematics)
+                    key = next((k for k in ("sk" + rest, "s" + rest) if k in wanted and k.startswith("sk")), key)
                 if key in wanted and wanted[key] not in found:
                     url = m.group(0).removesuffix(".git")
                     found[wanted[key]] = (url, f"{path.relative_to(folder).as_posix()}:{n}")

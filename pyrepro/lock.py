@@ -861,15 +861,17 @@ def persist_era(req: LockRequest, day: str, reason: str, *, python: str | None =
 
 
 def persist_source_to_index(req: LockRequest, names: Sequence[str], reason: str,
-                            dropped: Sequence[str] = ()) -> None:
+                            dropped: Sequence[str] = (), renamed: Sequence[tuple[str, str]] = ()) -> None:
     """Extra sources ``names`` give way to the index's distributions of those names (rule
     ``source-to-index``): their ``[[extra_sources]]`` entries leave model.toml, each name is a
     requirement (``[dependencies] extra`` unless scanned), the reason goes into ``notes``; the
-    pyproject is regenerated. The sources ``dropped`` leave model.toml and become no requirement."""
+    pyproject is regenerated. The sources ``dropped`` leave model.toml and become no requirement;
+    for each (source, index name) of ``renamed`` the source leaves and the index name (in ``names``)
+    is required."""
     if req.model_toml is None:
         raise ResolutionError(f"{req.name}: no model.toml to record the change in")
     doc = tomlkit.parse(req.model_toml.read_text(encoding="utf-8"))
-    wanted = {canonicalize_name(n) for n in (*names, *dropped)}
+    wanted = {canonicalize_name(n) for n in (*names, *dropped, *(src for src, _n in renamed))}
     sources = doc.get("extra_sources")
     if sources is not None:
         kept = [t for t in sources if canonicalize_name(str(t.get("name", ""))) not in wanted]

@@ -243,6 +243,10 @@ class SourceToIndex:
     #: sources named only by their repository (no egg or PEP 508 name) whose name the code does not
     #: import: dropped, not replaced by the index's unrelated project of that name
     dropped: tuple[str, ...] = ()
+    #: (source name, index name): an egg name in setuptools' ``project-version`` form
+    #: (``#egg=Lasagne-master``) whose project part is the repository's name; the index's project
+    #: of that name is among ``names``
+    renamed: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -349,11 +353,20 @@ def _after_unavailable_source(s: Situation) -> Move:
     if asks:
         raise _Need(LookUp(releases=asks))
     missing = [n for n in names if not s.facts.releases[n]]
+    stems = {n: st for n, r, _c in s.unavailable if n in missing and (st := egg_project(n, r))}
+    asks = tuple(st for st in stems.values() if st not in s.facts.releases)
+    if asks:
+        raise _Need(LookUp(releases=asks))
+    renamed = tuple((n, st) for n, st in stems.items() if s.facts.releases[st])
+    missing = [n for n in missing if n not in dict(renamed)]
     if missing:
         return GiveUp(f"{', '.join(missing)}: no distribution of that name on the index either")
+    names = [dict(renamed).get(n, n) for n in names]
     parts = []
     if names:
-        where = "; ".join(f"{n} ({r or 'no repository'} at {c[:12]})" for n, r, c in s.unavailable if n in names)
+        shown = {st: f"{st}, named {n} by its egg fragment (setuptools' project-version form)" for n, st in renamed}
+        where = "; ".join(f"{shown.get(dict(renamed).get(n, n), n)} ({r or 'no repository'} at {c[:12]})"
+                          for n, r, c in s.unavailable if dict(renamed).get(n, n) in names)
         when = ("relocked with nothing newer than the submission's date, so the release of its time" if s.dated else
                 "the submission has no date, so the release the lock takes")
         parts.append(f"the git source{'s' if len(names) > 1 else ''} {where} cannot be fetched here, and the index "
@@ -366,7 +379,20 @@ def _after_unavailable_source(s: Situation) -> Move:
                      f"code imports no distribution of {'those names' if len(guessed) > 1 else 'that name'}: dropped, "
                      f"not replaced by the index's project of that name (rule source-to-index; an import it "
                      f"provided fails the import check, which finds its provider)")
-    return SourceToIndex(tuple(names), "; ".join(parts), dropped=guessed)
+    return SourceToIndex(tuple(names), "; ".join(parts), dropped=guessed, renamed=renamed)
+
+
+def egg_project(name: str, repository: str) -> str | None:
+    """The project part of an egg name in setuptools' ``project-version`` form whose project is the
+    repository's name (kaggle-diabetic-retinopathy, corpus19 dev:
+    ``git+https://github.com/benanne/Lasagne.git@9f591a5#egg=Lasagne-master`` is Lasagne at a
+    version pip calls "master"), or None. Only the repository's own name is taken, so a hyphenated
+    project name (``scikit-learn``) is never cut."""
+    if "-" not in name or not repository:
+        return None
+    stem = name.rsplit("-", 1)[0]
+    repo = repository.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+    return stem if stem and canonicalize_name(stem) == canonicalize_name(repo) else None
 
 
 # ------------------------------------------------------------------------------------ lock

@@ -786,8 +786,9 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                     return done(exc)
                 new = relock_or_fail(
                     lambda mv=move: lock.persist_source_to_index(lock.LockRequest.from_spec(spec), mv.names, mv.reason,
-                                                                 mv.dropped),
-                    repair.Moved("source", "build", modules=(*move.names, *move.dropped)), exc, move.reason,
+                                                                 mv.dropped, mv.renamed),
+                    repair.Moved("source", "build", modules=(*move.names, *move.dropped,
+                                                             *(src for src, _n in move.renamed))), exc, move.reason,
                     start="date-bounded" if spec.submitted is not None else None, built_nothing=False)
                 if new is None:
                     return done(exc)

@@ -192,6 +192,20 @@ def test_init__the_readme_links_the_repository_of_an_unknown_import__noted_with_
     assert "other-docs" not in doc["notes"] and "qqqzzunknownmod may come from it" not in doc["notes"]
 
 
+def test_init__the_readme_links_a_scikit_repository__its_sk_import_name_is_noted(write_files: Write,
+                                                                                 tmp_path: Path) -> None:
+    """holographic-embeddings (corpus19 dev): ``import skge``, and the README links
+    https://github.com/mnick/scikit-kge (the SciKits' import convention: scikit-learn is sklearn).
+    A scikit- repository whose sk-name the code does not import gets no note."""
+    root = write_files({
+        "sub/README.md": "# HolE\nInstall [scikit-kge](https://github.com/mnick/scikit-kge) first.\n"
+                         "Also https://github.com/o/scikit-zzqq.\n",
+        "sub/kg/run.py": "import skge\nfrom skge import sample\n"})
+    doc = _init(root / "sub", tmp_path / "models")
+    assert "the README links https://github.com/mnick/scikit-kge (README.md:2): skge may come from it" in doc["notes"]
+    assert "scikit-zzqq" not in doc["notes"]
+
+
 def test_init__ranges_of_two_files_exclude_each_other__main_file_kept_and_said(write_files: Write,
                                                                                tmp_path: Path) -> None:
     """oximachine (corpus5): requirements.txt says xgboost~=1.4.2, a docs/environment.yml of a year

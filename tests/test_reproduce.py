@@ -1055,6 +1055,59 @@ def test_reproduce__git_source_named_only_by_its_repository__dropped_and_the_bui
     assert any(r.startswith("audio dropped") for r in res.relaxed)
 
 
+def test_source_to_index__planner__an_egg_name_in_project_version_form_is_the_repositorys_project() -> None:
+    """kaggle-diabetic-retinopathy (corpus19 dev): ``-e git+https://github.com/benanne/Lasagne.git@<commit>
+    #egg=Lasagne-master`` is setuptools' ``project-version`` form; the index has no
+    ``Lasagne-master`` but has Lasagne, the repository's name: the index's Lasagne. A stem that is
+    not the repository's name (a hyphenated project) is never cut."""
+    from dataclasses import replace
+
+    from pyrepro import repair
+
+    src = ("Lasagne-master", "https://github.com/benanne/Lasagne.git", "9" * 40)
+    s = repair.Situation(python="2.7", python_stated=False, python_reason="", strategy="as-declared", dated=True,
+                         unavailable=(src,), imported=frozenset({"lasagne"}))
+    assert repair.next_move(s) == repair.LookUp(releases=("Lasagne-master",))
+    absent = replace(s, facts=repair.Facts(releases={"Lasagne-master": ()}))
+    assert repair.next_move(absent) == repair.LookUp(releases=("Lasagne",))
+    move = repair.next_move(replace(s, facts=repair.Facts(releases={"Lasagne-master": (),
+                                                                    "Lasagne": (("0.1", "2015-08-13"),)})))
+    assert isinstance(move, repair.SourceToIndex) and move.names == ("Lasagne",)
+    assert move.renamed == (("Lasagne-master", "Lasagne"),) and "egg fragment" in move.reason
+    gone = replace(s, facts=repair.Facts(releases={"Lasagne-master": (), "Lasagne": ()}))
+    assert "Lasagne-master: no distribution" in repair.next_move(gone).reason  # type: ignore[union-attr]
+    assert repair.egg_project("scikit-learn", "https://github.com/scikit-learn/scikit-learn.git") is None
+    assert repair.egg_project("nolearn-master", "https://github.com/dnouri/nolearn.git/") == "nolearn"
+    assert repair.egg_project("foo-master", "") is None
+
+
+def test_reproduce__git_source_with_an_egg_name_in_project_version_form__the_index_project_then_built(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through reproduce: the unfetchable ``#egg=Lasagne-master`` source leaves model.toml, Lasagne
+    (the index's) is required instead, the model relocks by its date and builds."""
+    import tomllib
+
+    commit = "9f591a5f3a192028df9947ba1e4903b3b46e8fe0"
+    root = write_files({"sub/run.py": "import lasagne\n",
+                        "sub/requirements.txt":
+                            f"-e git+https://github.com/benanne/Lasagne.git@{commit}#egg=Lasagne-master\n",
+                        "sub/environment.yml": "dependencies:\n  - python=3.10\n",
+                        "sub/metadata.json": json.dumps({"date_submitted": "06-01-2016"})})
+    listing = {"files": [{"filename": "Lasagne-0.1.tar.gz", "url": "u", "upload-time": "2015-08-13T10:00:00Z"}]}
+    monkeypatch.setattr("pyrepro.index._urllib_fetch",
+                        lambda url: json.dumps(listing).encode() if url.rstrip("/").endswith("/lasagne") else None)
+    starts: list[str | None] = []
+    seen_sources: list[tuple[str, ...]] = []
+    _unfetchable_sources_world(monkeypatch, ["lasagne"], starts, seen_sources)
+    res = reproduce.reproduce(root / "sub", paths=Paths.discover(), name="sub", online=True)
+    assert res.error is None and next(s for s in res.stages if s.name == "build").status == "ok", res.stages
+    assert seen_sources == [("lasagne-master",), ()] and starts[-1] == "date-bounded"
+    doc = tomllib.loads((project / "models" / "sub" / "model.toml").read_text())
+    assert "extra_sources" not in doc and "lasagne" in doc["dependencies"]["extra"]
+    assert "lasagne-master" not in doc["dependencies"]["extra"] and "egg fragment" in doc["notes"]
+    assert any(r.startswith("lasagne from the index") for r in res.relaxed)
+
+
 def _lock_outcome(spec: Any, failed: Any = None) -> Any:
     """A fake lock_model result: category 4 with the failed attempt ``failed``, else category 1."""
     if failed is not None:

@@ -968,6 +968,12 @@ def _after_imports(s: Situation) -> Move:
         hint = (f"no locked distribution provides {first[0]}{looked}{where}: code from another repository goes "
                 "into model.toml as [[extra_sources]] (name, repository, 40-hex commit), a PyPI distribution of "
                 "another name as a [mapping] entry; then rerun")
+    elif top in s.provided and _python3_only(s, first[2]):
+        dist, version = s.provided[top]
+        hint = (f"{top}'s only provider found, {dist} {version}, is Python 3 code (a SyntaxError on CPython "
+                f"{s.python}): {top} is likely the submission's own module, missing from the folder; put its "
+                "code into model.toml as [[extra_sources]] (name, repository, 40-hex commit), or a Python 2 "
+                "distribution of another name as a [mapping] entry; then rerun")
     elif (lib := system_library(first[2])) is not None:
         hint = (f"installed code loads the system library {lib}, which no locked release bundles for this Python: "
                 "install it with the system's package manager (or add it to the Nix build's inputs), or pin a "
@@ -1236,11 +1242,13 @@ def _era_of_failing_release(s: Situation, inside: list[tuple[str, str, str]]) ->
     distribution that fails was made against the packages of its own day, so that day becomes the
     submission's date bound, and the Python settled by then when the submission states none (rule
     ``era-of-failing-release``, once; Python 2 code keeps its Python 2, which pip locks through a
-    date-bounded view of the index). None when no failing module's distribution is known."""
+    date-bounded view of the index). A provider pyrepro chose is not asked: the submission never
+    named it, so its release day is not the submission's era. None when no failing module's
+    distribution is known."""
     for module, _status, message in inside:
         got = s.installed.get(module.split(".")[0])
-        if got is None:
-            continue
+        if got is None or module.split(".")[0] in s.provided:
+            continue  # a provider pyrepro chose: its release day says nothing of the submission's
         dist, version = got
         when = _upload_day(s, dist, version)
         if when is None:
@@ -1276,6 +1284,15 @@ def _removed_stdlib(python: str, rows: list[tuple[str, str, str]]) -> tuple[str,
     return None
 
 
+def _python3_only(s: Situation, message: str) -> bool:
+    """A Python 2 environment's import failed on syntax: the code is Python 3's, and its later
+    releases only more so (adversarial-jet-images, corpus19 dev: the notebook's
+    ``from generators import generator`` is a file missing from the folder; PyPI's generators, the
+    provider found, is Python 3 code, and provider-next-release and era-of-failing-release took
+    three releases and a 2020 date on it, 526 s in all)."""
+    return _python2(s) and message.lstrip().startswith("SyntaxError")
+
+
 def _provider_next_release(s: Situation, inside: list[tuple[str, str, str]]) -> Move | None:
     """A module whose provider pyrepro chose fails to import inside that very distribution (the
     message names a file of it, or the module itself raised): its next release that ships the
@@ -1284,7 +1301,7 @@ def _provider_next_release(s: Situation, inside: list[tuple[str, str, str]]) -> 
     that was tried may simply be broken. None when that does not apply."""
     for module, _status, message in inside:
         top = module.split(".")[0]
-        if top not in s.provided:
+        if top not in s.provided or _python3_only(s, message):
             continue
         dist, version = s.provided[top]
         done = [m for m in s.moves if m.kind == "provider-next" and top in m.modules]

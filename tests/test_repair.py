@@ -307,6 +307,26 @@ def test_imports_inside_a_provider__a_known_version_break_in_the_message__held_b
     assert isinstance(move2, repair.PinProvider) and "rule provider-next-release" in move2.reason
 
 
+def test_imports_a_provider_pyrepro_chose_is_python3_code_on_python2__no_next_release_no_era__named() -> None:
+    """adversarial-jet-images (corpus19 dev): a Python 2 notebook's ``from generators import
+    generator`` is a file missing from the folder; PyPI's generators, the provider found, fails with
+    a SyntaxError on CPython 2.7. Its next releases (Python 3 code, only more so) and its upload day
+    as the submission's era are not tried; the stop says what it is."""
+    row = ("generators", "error", "SyntaxError: invalid syntax (chunks.py, line 41)")
+    s = _s(python="2.7", python_stated=True, imports=(row, ("numpy", "ok", "")), dated=True, bound_only=True,
+           strategy="date-bounded", provided={"generators": ("generators", "2019.12.28")},
+           installed={"generators": ("generators", "2019.12.28")})
+    o = Oracle(next_releases={("generators", "generators", "2019.12.28"): "2020.2.4"},
+               uploads={"generators==2019.12.28": "2019-12-28"})
+    move = o.answer(s)
+    assert isinstance(move, repair.GiveUp), move
+    assert "generators's only provider found, generators 2019.12.28, is Python 3 code" in move.hint
+    assert not any(a.next_release or a.uploads for a in o.asked)
+    # on Python 3 the same provider's next release is still tried
+    py3 = o.answer(replace(s, python="3.7", python_stated=True))
+    assert isinstance(py3, repair.PinProvider) and py3.version == "2020.2.4"
+
+
 def test_imports_inside_a_provider_pyrepro_chose__its_next_release__at_most_twice() -> None:
     # mbd-bowsr (dev corpus): matbench-discovery 0.1.0, the first release after the submission's
     # date, reads a file it does not ship

@@ -168,8 +168,9 @@ class Budget:
         return call  # type: ignore[return-value]
 
 
-# How long one sdist's build may run in a reproduction (``PYREPRO_SDIST_SECONDS`` overrides): a build
-# still running then is stopped and counted as not built, so the repair planner can move it (a
+# How long the sdists' builds of one environment may run in a reproduction, together, whether one
+# after another or side by side (``PYREPRO_SDIST_SECONDS`` overrides): a build still running then
+# (or not started) is stopped and counted as not built, so the repair planner can move it (a
 # release with a wheel, another Python, or dropping a requirement the code never imports) while
 # the budget lasts; torch-scatter's build from source alone takes longer than 10 minutes on 2 cores
 SDIST_SECONDS = 240.0

@@ -475,7 +475,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                                                 + [hit for out in outputs for hit in _named_failures(group, out)]))
                     raise SdistBuildError(
                         f"the build of the sdist{'s' if len(timed_out) > 1 else ''} {slow} of {spec.name} did not "
-                        f"end within {cap:.0f} s, the time one sdist's build may take here, and was stopped",
+                        f"end within {cap:.0f} s, the time the sdists' builds may take here, and was stopped",
                         packages=named, slow=True, hint="a release with a wheel for this Python, or another Python, avoids "
                         "the build; or allow more time with PYREPRO_SDIST_SECONDS")
                 mode = "without build isolation" if flags else ("with build isolation" if len(tries) > 1 else "")
@@ -580,11 +580,19 @@ def build_sdists_in_parallel(python: Path, group: list[Locked], flags: list[str]
     install would use), ``build_jobs()`` at a time, then install the wheels (built here from the
     checked sdists) without asking the index. One result, as one pip install's: the return code is
     nonzero when any build or the install failed, and the output holds every build's (pip's "Failed
-    to build NAME" lines name the sdists that failed)."""
+    to build NAME" lines name the sdists that failed).
+
+    ``cap`` bounds the builds together, as it bounds one ``pip install`` of the group when they are
+    built one after another: a build is given what is left of it, and one not started by then is
+    counted as timed out (kaggle-diabetic-retinopathy, corpus19 dev: eleven 2015 sdists for
+    CPython 2.7, numpy, scipy and matplotlib among them, each under the cap, ran the reproduction's
+    whole budget out in pip before any repair could move one to a release with a wheel)."""
     import concurrent.futures
 
     from pyrepro.proc import Completed
 
+    deadline = time.monotonic() + cap
+    late = timed_out if timed_out is not None else []
     with tempfile.TemporaryDirectory(prefix="pyrepro-sdist-wheels-") as tmpdir:
         work = Path(tmpdir)
         out_dir = work / "wheels"
@@ -593,10 +601,15 @@ def build_sdists_in_parallel(python: Path, group: list[Locked], flags: list[str]
         def build(p: Locked) -> Any:
             req = work / f"{p.name}.txt"
             req.write_text(requirements_text([p]), encoding="utf-8")
+            argv = [str(python), "-m", "pip", "wheel", "--require-hashes", "--no-deps", "--progress-bar=off", *flags,
+                    "-w", str(out_dir), "-r", str(req)]
+            left = deadline - time.monotonic()
+            if left < 1:
+                late.append(p)
+                return Completed(tuple(argv), -1, "", f"{p.name} {p.version}: not built, the {cap:.0f} s the sdists' "
+                                 "builds may take had run out")
             progress.advance(label, 0, f"building {p.name} {p.version} from its sdist")
-            return _capped(runner, [str(python), "-m", "pip", "wheel", "--require-hashes", "--no-deps",
-                                    "--progress-bar=off", *flags, "-w", str(out_dir), "-r", str(req)], env, cap, [p],
-                           timed_out if timed_out is not None else [], progress, label)
+            return _capped(runner, argv, env, min(cap, left), [p], late, progress, label)
 
         with concurrent.futures.ThreadPoolExecutor(min(build_jobs(), len(group))) as pool:
             results = list(pool.map(build, sorted(group, key=lambda p: p.name)))

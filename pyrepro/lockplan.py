@@ -41,10 +41,16 @@ MAX_STEPS = 8
 GUIDED_RULE = "resolver-guided"
 #: a requirement the code never imports that uv's explanation of a failed resolution runs through
 UNRESOLVABLE_RULE = "unimported-unresolvable"
+#: the requirements the code never imports, dropped together when relaxation reached its limit with
+#: them (a whole environment's ``pip freeze``): the imported ones resolve under the date bound
+TO_IMPORTED_RULE = "freeze-to-imported"
 # relaxation steps that do not count toward MAX_STEPS: a dropped name the index lacks, the pins of a
 # guided resolution (one per requirement, taken together once), and a pin moving past releases whose
 # metadata no longer parses (forced, and only ever upwards: pandas 0.23.4 to 0.25.0 took four)
-UNCOUNTED_RULES = frozenset({"not-on-index", GUIDED_RULE, "valid-metadata"})
+UNCOUNTED_RULES = frozenset({"not-on-index", GUIDED_RULE, "valid-metadata", TO_IMPORTED_RULE})
+#: a declaration at least this long, mostly (two thirds) of distributions the code never imports,
+#: is a freeze: the rule applies after half the steps, not all of them
+FREEZE_SIZE = 30
 #: a release that refuses the target Python moves its distribution to older minor series (rule
 #: older-series-for-python: 1, 2, 4, ... series on its further refusals): a descent through many series
 #: (pyscf 2.12 ... 1.7 on Python 2.7) counts as one step toward MAX_STEPS, and ends after
@@ -249,7 +255,8 @@ def counted_steps(steps: Sequence[relax.Step]) -> list[relax.Step]:
     descent through older series only its first."""
     seen: set[str] = set()
     out: list[relax.Step] = []
-    for st in steps:
+    last = max((i for i, st in enumerate(steps) if st.rule == TO_IMPORTED_RULE), default=-1)
+    for st in steps[last + 1:]:  # the requirements changed wholesale: the steps start again
         if st.rule in UNCOUNTED_RULES:
             continue
         if st.rule == SERIES_RULE:
@@ -277,6 +284,10 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
     # a step that drops a name the index does not have shortens the list and loosens nothing: a
     # fully pinned conda export names a dozen system libraries, each dropped in a step of its own
     counted = counted_steps(s.steps)
+    if len(counted) >= _freeze_limit(s, max_steps):
+        move = _to_imported(s, len(counted))
+        if move is not None:
+            return move
     if len(counted) >= max_steps:
         return GiveUp(f"still no lock after {len(counted)} relaxation steps (the limit)")
     descents = dict(Counter(st.package for st in s.steps if st.rule == SERIES_RULE))
@@ -428,6 +439,49 @@ def unimported_in_derivation(error: str, reqs: Sequence[str], facts: relax.Facts
     return None
 
 
+def _unimported(s: Situation) -> list[str]:
+    """The requirements of the set relaxation works on whose distributions the code never imports
+    (none when the imports are not known)."""
+    if s.facts.imported is None:
+        return []
+    return [r for r in s.requirements if not s.facts.central(relax.req_name(r))]
+
+
+def _freeze_limit(s: Situation, max_steps: int) -> int:
+    """After how many counted steps ``freeze-to-imported`` applies: half of them for a freeze
+    (``FREEZE_SIZE`` requirements or more, two thirds never imported), else all of them."""
+    reqs, unimported = s.requirements, _unimported(s)
+    freeze = len(reqs) >= FREEZE_SIZE and 3 * len(unimported) >= 2 * len(reqs)
+    return max(1, max_steps // 2) if freeze else max_steps
+
+
+def _to_imported(s: Situation, counted: int) -> Try | None:
+    """Relaxation reached its limit with requirements the code never imports still in the set
+    (subtab-tabular, corpus19 dev: a 176-line ``pip freeze`` of a CUDA machine, with TensorFlow,
+    pytorch-lightning and aiohttp beside the few packages the code imports; eight steps widened and
+    dropped them one by one, 449 s, and found no lock): they are dropped together, once (rule
+    ``freeze-to-imported``); the imported requirements keep their pins, and their dependencies
+    resolve under the date bound, the releases of the submission's time. None when it was done,
+    the imports are not known, or every requirement is imported."""
+    if any(st.rule == TO_IMPORTED_RULE for st in s.steps):
+        return None
+    dropped = _unimported(s)
+    kept = tuple(r for r in s.requirements if r not in dropped)
+    if not dropped or not kept:
+        return None
+    shown = ", ".join(relax.req_name(r) for r in dropped[:6]) + (", ..." if len(dropped) > 6 else "")
+    why = (f"{counted} relaxation steps left no lock, and {len(dropped)} of the {len(s.requirements)} requirements "
+           f"are of distributions the code never imports ({shown}): dropped together; the {len(kept)} it imports "
+           "keep their pins" + (f", and their dependencies resolve with nothing newer than {s.relax_bound}"
+                                if s.relax_bound else ""))
+    trigger = "\n".join(s.tried[-1].error.splitlines()[-8:]) if s.tried else ""
+    steps, cur = [], list(s.requirements)
+    for r in dropped:  # one step per requirement, taken together (as a guided resolution's pins)
+        cur.remove(r)
+        steps.append(relax.Step(TO_IMPORTED_RULE, relax.req_name(r), r, "", why, tuple(cur), trigger=trigger))
+    return Try("relaxed", kept, s.relax_bound, step=steps[-1], pins=tuple(steps[:-1]))
+
+
 def _guided(s: Situation, why: str) -> Move:
     """The move when relaxation has nothing to act on (``why``): ask uv once, then pin its answer."""
     reqs = s.requirements
@@ -494,6 +548,7 @@ __all__ = [
     "STRATEGIES",
     "counted_steps",
     "UNRESOLVABLE_RULE",
+    "TO_IMPORTED_RULE",
     "GiveUp",
     "Locked",
     "LookUp",

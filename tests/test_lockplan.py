@@ -605,3 +605,45 @@ def test_plan__a_relaxation_back_to_a_set_tried__the_next_rule_acts_instead() ->
     assert isinstance(m3, lockplan.Try), m3
     assert m3.step is not None and m3.step.rule == "widen-conflict"
     assert all(t.requirements != m3.requirements for t in sit.tried) and "kornia==0.6.4" in m3.requirements
+
+
+def _at_steps(reqs: tuple[str, ...], n: int, imported: frozenset[str]) -> lockplan.Situation:
+    """A situation after ``n`` counted relaxation steps that left ``reqs``, the last attempt failing."""
+    fail = lockplan.Tried("relaxed", reqs, "2021-05-05", False, (), "error: no solution")
+    steps = tuple(relax.Step("widen-conflict", f"p{i}", f"p{i}==1", f"p{i}>=1", "widened", reqs) for i in range(n))
+    return replace(lockplan.start(reqs, era_bound="2021-05-05", imported=imported),
+                   tried=(replace(fail, strategy="as-declared"), replace(fail, strategy="date-bounded"), fail),
+                   steps=steps)
+
+
+def test_plan__relaxation_at_its_limit__the_requirements_the_code_never_imports_dropped_together_once() -> None:
+    """subtab-tabular (corpus19 dev): a 176-line pip freeze of a CUDA machine; eight steps widened
+    and dropped unimported pins one by one (449 s) and found no lock. At the limit, the unimported
+    requirements go together (rule freeze-to-imported, one step each, uncounted), the imported ones
+    keep their pins under the date bound, and the steps start again; only once."""
+    reqs = ("torch==1.5.0", "numpy==1.19.5", "aiohttp==3.7.3", "chardet==4.0.0", "tensorflow==2.4.1")
+    imported = frozenset({"torch", "numpy"})
+    sit = _at_steps(reqs, lockplan.MAX_STEPS - 1, imported)
+    assert not (isinstance(m := lockplan.next_move(sit), lockplan.Try) and m.step is not None
+                and m.step.rule == lockplan.TO_IMPORTED_RULE)  # below the limit: the usual rules
+    sit = _at_steps(reqs, lockplan.MAX_STEPS, imported)
+    move = lockplan.next_move(sit)
+    assert isinstance(move, lockplan.Try) and move.requirements == ("torch==1.5.0", "numpy==1.19.5")
+    assert move.bound == "2021-05-05" and move.step is not None
+    assert {st.rule for st in (*move.pins, move.step)} == {lockplan.TO_IMPORTED_RULE}
+    assert [st.before for st in (*move.pins, move.step)] == ["aiohttp==3.7.3", "chardet==4.0.0", "tensorflow==2.4.1"]
+    assert "never imports (aiohttp, chardet, tensorflow)" in move.step.reason
+    after = sit.after(move, replace(sit.tried[-1], requirements=move.requirements))
+    assert lockplan.counted_steps(after.steps) == []  # the steps start again
+    spent = replace(after, steps=(*after.steps, *sit.steps))
+    assert isinstance(lockplan.next_move(spent), lockplan.GiveUp)  # once
+    # every requirement imported, or the imports unknown: the limit ends it as before
+    assert isinstance(lockplan.next_move(_at_steps(reqs[:2], lockplan.MAX_STEPS, imported)), lockplan.GiveUp)
+    assert isinstance(lockplan.next_move(_at_steps(reqs, lockplan.MAX_STEPS, None)), lockplan.GiveUp)  # type: ignore[arg-type]
+
+
+def test_plan__a_freeze__mostly_never_imported__dropped_after_half_the_steps() -> None:
+    freeze = ("torch==1.5.0", "numpy==1.19.5", *(f"dep{i}==1.0" for i in range(lockplan.FREEZE_SIZE)))
+    move = lockplan.next_move(_at_steps(freeze, lockplan.MAX_STEPS // 2, frozenset({"torch", "numpy"})))
+    assert isinstance(move, lockplan.Try) and move.requirements == ("torch==1.5.0", "numpy==1.19.5")
+    assert move.step is not None and move.step.rule == lockplan.TO_IMPORTED_RULE

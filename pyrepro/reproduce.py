@@ -994,7 +994,8 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
             stages.append(Stage("imports", "ok", clock() - t0, f"{len(good)} modules import: "
                                 + ", ".join(r[0] for r in good[:8]) + (" ..." if len(good) > 8 else "")
                                 + (f"; {len(accepted.modules)} imported only where a run may never go (under a "
-                                   f"run-time condition, or in a function nothing refers to) do not: "
+                                   f"run-time condition, or in a function nothing refers to or whose module the code tries "
+                                   f"under except ImportError) do not: "
                                    f"{accepted.summary}" if accepted else "")
                                 + (f"; not checked: {'; '.join(aside)}" if (aside := run_mod.unchecked_modules(
                                     spec, built)) else "")))

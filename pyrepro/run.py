@@ -651,10 +651,66 @@ def branch_only_modules(spec: ModelSpec, built: BuiltModel, failing: Iterable[st
     out = dict(plan[2])
     for mod in failing:
         if mod not in out and plan[3].get(mod):
-            where = uncalled(built.src_dir, plan[3][mod])
+            where = uncalled(built.src_dir, plan[3][mod]) or guarded_elsewhere(built.src_dir, mod, plan[3][mod])
             if where:
                 out[mod] = where
     return out
+
+
+def guarded_elsewhere(root: Path, module: str, locations: Sequence[Any]) -> str | None:
+    """Where a module is imported, when the code probes it under ``try: ... except ImportError`` at
+    one of ``locations`` and every other one sits inside a function (scbert-cell-annotation, corpus19
+    dev: performer_pytorch's ``causal_linear_attention()`` imports fast_transformers, and the class
+    that uses that function chooses it only when ``import fast_transformers...`` inside a
+    ``try``/``except ImportError`` succeeded, else a version without it): the authors made it
+    optional, and the function's import is its deferred use. "performer_pytorch.py:157 (in
+    causal_linear_attention(); performer_pytorch.py:224 tries it under except ImportError)". None
+    otherwise: no guarded probe, an import at module level or in a notebook cell, or a file that
+    does not parse."""
+    import ast
+
+    from pyrepro.scan.python import IMPORT_ERRORS
+
+    top = module.split(".")[0]
+
+    def names_it(node: Any) -> bool:
+        if isinstance(node, ast.Import):
+            return any(a.name.split(".")[0] == top for a in node.names)
+        return isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == top
+
+    def catches(handler: Any) -> bool:
+        t = handler.type
+        kinds = t.elts if isinstance(t, ast.Tuple) else [t] if t is not None else []
+        return any(isinstance(k, ast.Name) and k.id in IMPORT_ERRORS for k in kinds)
+
+    trees: dict[str, Any] = {}
+    guarded: list[Any] = []
+    inside: list[tuple[str, Any]] = []
+    for loc in locations:
+        if getattr(loc, "cell", None) is not None or not getattr(loc, "line", None) or not str(loc.path).endswith(".py"):
+            return None
+        if loc.path not in trees:
+            try:
+                trees[loc.path] = ast.parse((root / loc.path).read_text(encoding="utf-8", errors="replace"))
+            except (OSError, SyntaxError, ValueError):
+                return None
+        tree = trees[loc.path]
+        probed = any(isinstance(n, ast.Try) and any(catches(h) for h in n.handlers)
+                     and any(names_it(m) and m.lineno == loc.line for b in n.body for m in ast.walk(b))
+                     for n in ast.walk(tree))
+        if probed:
+            guarded.append(loc)
+            continue
+        fn = min((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  and n.lineno < loc.line <= (n.end_lineno or n.lineno)),
+                 key=lambda n: (n.end_lineno or n.lineno) - n.lineno, default=None)
+        if fn is None:
+            return None
+        inside.append((fn.name, loc))
+    if not guarded or not inside:
+        return None
+    name, loc = inside[0]
+    return f"{loc} (in {name}(); {guarded[0]} tries it under except ImportError)"
 
 
 # where a function may be referred to: code, notebooks, scripts, configuration and documentation

@@ -1742,7 +1742,8 @@ def test_reproduce_cli__only_a_module_under_a_run_time_if_fails__imports_pass_na
     assert code == 0, row
     assert row["status"] == "ok" and row["detail"].startswith("1 modules import: numpy; 1 imported only where a run "
                                                               "may never go (under a run-time condition, or in a "
-                                                              "function nothing refers to) do not")
+                                                              "function nothing refers to or whose module the "
+                                                              "code tries under except ImportError) do not")
     assert "apex (train.py:3 (under `args.use_apex`)): ModuleNotFoundError: No module named 'apex'" in row["detail"]
     assert len(locks) == 1  # no relock was tried for it
 
@@ -1776,6 +1777,34 @@ def test_reproduce_cli__a_module_imported_only_in_a_function_nothing_refers_to__
     code, row, _ = _branch_run(write_files, monkeypatch, capsys, {"farz.py": dead})
     assert code == 0 and row["status"] == "ok", row
     assert "apex (farz.py:4 (in props(), which nothing in the folder refers to))" in row["detail"]
+
+
+_GUARDED = ("import numpy\n\ndef fast(q):\n    from apex.causal import Product\n    return Product(q)\n\n"
+            "class Attention:\n    def __init__(self):\n        try:\n            import apex.causal.cuda\n"
+            "            self.fn = fast\n        except ImportError:\n            self.fn = None\n")
+
+
+def test_reproduce_cli__a_function_s_import_of_a_module_the_code_tries_under_except_importerror__imports_pass(
+        project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """scbert-cell-annotation (corpus19 dev): performer_pytorch's causal_linear_attention() imports
+    fast_transformers, and the class that uses it chooses it only when a ``try: import
+    fast_transformers...`` succeeded. The authors made it optional: the import check passes and
+    names it. The same module at module level, unguarded, still fails (below)."""
+    code, row, _ = _branch_run(write_files, monkeypatch, capsys, {"perf.py": _GUARDED})
+    assert code == 0 and row["status"] == "ok", row
+    assert "apex (perf.py:4 (in fast(); perf.py:10 tries it under except ImportError))" in row["detail"]
+
+
+@pytest.mark.parametrize("files", [
+    {"perf.py": _GUARDED, "run.py": "import apex\n"},
+    {"perf.py": _GUARDED.replace("        except ImportError:", "        except KeyError:")},
+])
+def test_reproduce_cli__a_guarded_probe_beside_an_unguarded_module_level_import__still_fails(
+        files: dict[str, str], project: Path, write_files: Write, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, row, _ = _branch_run(write_files, monkeypatch, capsys, files)
+    assert code != 0 and row["status"] == "failed" and "apex" in row["detail"], row
 
 
 @pytest.mark.parametrize("files", [

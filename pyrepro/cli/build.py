@@ -113,7 +113,8 @@ def register(app: typer.Typer) -> None:
         if accepted is not None:  # the same verdict as reproduce's import stage
             if not as_json:
                 typer.echo(f"imported only where a run may never go (under a run-time condition, or in a function "
-                           f"nothing refers to), and not importable: {accepted.summary}")
+                           f"nothing refers to or whose module the code tries under except ImportError), and not "
+                           f"importable: {accepted.summary}")
         elif bad:
             raise BuildError(f"{len(bad)} of {len(rows)} modules fail to import in {spec.name}'s environment")
 

@@ -362,7 +362,7 @@ def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any]
         record = lock.read_record(spec.dir) if not force else None
         if record is not None and record.get("category") in (1, 2, 3) and not lock.check_lock(spec):
             # the lock on disk matches this pyproject and has its record: reuse it
-            rec["relaxed"] = [_recorded_step(s) for s in record.get("steps", []) if isinstance(s, dict)]
+            rec["relaxed"] = _step_lines([_recorded_step(s) for s in record.get("steps", []) if isinstance(s, dict)])
             stages.append(Stage("lock", "ok", clock() - t0, f"category {record['category']} "
                                 f"({record.get('category_label', '')}), existing lock matches the pyproject; reused",
                                 category=int(record["category"])))
@@ -370,7 +370,7 @@ def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any]
                                test=test, clock=clock, online=online, lock_timeout=lock_timeout)
         outcome = lock.lock_model(spec, paths, runner=runner, progress=steps, timeout=_lock_timeout(rec, lock_timeout),
                                       uv_first=_uv_first.get())
-        rec["relaxed"] = [f"{s.summary}: {s.reason}" for s in outcome.steps]
+        rec["relaxed"] = _step_lines(outcome.steps)
         moves: list[Any] = []
         if not outcome.ok:
             spec, outcome, why = _repair_lock(spec, outcome, paths, rec, moves, online=online, runner=runner,
@@ -520,11 +520,41 @@ def _situation(spec: Any, *, online: bool, moves: list[Any], sdists: tuple[tuple
                             clashes=dict(clashes or {}), branches=dict(branches or {}))
 
 
-def _recorded_step(step: dict[str, Any]) -> str:
-    """A relaxation step of a lock record as the line a fresh lock's step gives (the record keeps
-    its parts, not its summary)."""
+def _step_lines(steps: Sequence[Any]) -> list[str]:
+    """The lines of relaxation steps (``relax.Step``) as ``relaxed`` says them: one per step, but one
+    for a run of ``freeze-to-imported`` drops, which share their reason (subtab-tabular, corpus19
+    dev: 163 requirements of a pip freeze dropped together)."""
+    from pyrepro.lockplan import TO_IMPORTED_RULE
+
+    out: list[str] = []
+    run: list[Any] = []
+
+    def flush() -> None:
+        if run:
+            names = [relax.req_name(st.before) for st in run]
+            shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+            out.append(f"{TO_IMPORTED_RULE}: dropped {len(run)} requirement{'s' if len(run) > 1 else ''} ({shown}): "
+                       f"{run[0].reason}")
+            run.clear()
+
+    for st in steps:
+        if st.rule == TO_IMPORTED_RULE and (not run or st.reason == run[0].reason):
+            run.append(st)
+            continue
+        flush()
+        if st.rule == TO_IMPORTED_RULE:
+            run.append(st)
+        else:
+            out.append(f"{st.summary}: {st.reason}")
+    flush()
+    return out
+
+
+def _recorded_step(step: dict[str, Any]) -> relax.Step:
+    """A relaxation step of a lock record, as the fresh lock's step was (the record keeps its
+    parts, not its summary)."""
     parts = [str(step.get(k, "")) for k in ("rule", "package", "before", "after")]
-    return f"{relax.Step(*parts, '', ()).summary}: {step.get('reason', '')}"
+    return relax.Step(*parts, str(step.get("reason", "")), ())
 
 
 def _unimported_only(spec: Any, sdists: Sequence[tuple[str, str]]) -> dict[str, tuple[str, ...]]:

@@ -1818,3 +1818,19 @@ def test_reproduce_cli__a_function_s_import_that_may_run__still_fails_the_check(
         capsys: pytest.CaptureFixture[str]) -> None:
     code, row, _ = _branch_run(write_files, monkeypatch, capsys, files)
     assert code != 0 and row["status"] == "failed" and "apex" in row["detail"], row
+
+
+def test_relaxed_lines__a_run_of_freeze_to_imported_drops__said_once() -> None:
+    """subtab-tabular (corpus19 dev): 163 requirements of a pip freeze dropped together are one line
+    of ``relaxed``, naming how many and the first of them; other steps keep a line each."""
+    from pyrepro import relax
+
+    why = "4 relaxation steps left no lock ..."
+    drops = [relax.Step("freeze-to-imported", f"d{i}", f"d{i}==1.0", "", why, ()) for i in range(10)]
+    widen = relax.Step("widen-conflict", "chardet", "chardet==4.0.0", "chardet>=4.0,<5", "widened", ())
+    lines = reproduce._step_lines([widen, *drops])
+    assert len(lines) == 2 and lines[0].startswith("widen-conflict: 'chardet==4.0.0' -> 'chardet>=4.0,<5'")
+    assert lines[1] == f"freeze-to-imported: dropped 10 requirements (d0, d1, d2, d3, d4, d5, d6, d7, ...): {why}"
+    recorded = reproduce._recorded_step({"rule": "freeze-to-imported", "package": "d0", "before": "d0==1.0",
+                                         "after": "", "reason": why})
+    assert reproduce._step_lines([recorded]) == [f"freeze-to-imported: dropped 1 requirement (d0): {why}"]

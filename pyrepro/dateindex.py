@@ -5,8 +5,9 @@ has no such option. Without one, pip on Python 2 takes the newest release that d
 interpreter, and releases that never stated a Requires-Python keep claiming Python 2 long after
 they stopped working on it (keras 2.10.0 of 2022 ships a ``py2.py3`` wheel with Python 3 syntax:
 chemts-logp, corpus10 held). ``DateBoundIndex`` serves, on 127.0.0.1 for the length of one pip
-run, the simple API (PEP 503 HTML, which every pip reads) of the real index with only the files
-uploaded before the bound: pip's own resolution, of the submission's time. File links point at the
+run, the simple API (PEP 503 HTML, which every pip reads) of the real index with only the releases
+published before the bound (each with all its files, wheels built for it later included): pip's
+own resolution, of the submission's time. File links point at the
 index's own file URLs, so the downloads and their hashes are the real ones.
 """
 
@@ -21,7 +22,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from pyrepro.index import Index, wheel_fits
+from pyrepro.index import Index, _version_of, wheel_fits
 
 
 def _instant(bound: str) -> str:
@@ -33,16 +34,41 @@ def _instant(bound: str) -> str:
     return b.removesuffix("Z").split("+")[0]
 
 
+def _born(project: dict[str, Any]) -> dict[str, str]:
+    """version -> the upload instant of its first file: when the release was published."""
+    out: dict[str, str] = {}
+    for f in project.get("files", []):
+        if not isinstance(f, dict):
+            continue
+        v = _version_of(str(f.get("filename", "")))
+        up = str(f.get("upload-time") or "").removesuffix("Z")
+        if v and up and (v not in out or up < out[v]):
+            out[v] = up
+    return out
+
+
+def _uploaded(f: dict[str, Any], born: dict[str, str]) -> str:
+    """When the release of file ``f`` was published (its own upload when the version is not
+    known; "" when the index did not say)."""
+    return born.get(_version_of(str(f.get("filename", ""))) or "", "") or \
+        str(f.get("upload-time") or "").removesuffix("Z")
+
+
 def page(project: dict[str, Any], bound: str) -> str:
-    """The PEP 503 page of one project's PEP 691 listing with only the files uploaded before
-    ``bound`` (a file without an upload time is kept: the index did not say)."""
+    """The PEP 503 page of one project's PEP 691 listing with only the releases published before
+    ``bound``, each with all its files: a wheel built later for a release of the time is that
+    release (numpy 1.9.2 of March 2015 got its manylinux1 wheels in 2016; kaggle-diabetic-
+    retinopathy, corpus19 dev, pins it for Python 2.7 with a 2015 bound, and the view without
+    them sent nine 2015 sdists to the compiler, past the time the builds may take). A file
+    without an upload time is kept: the index did not say."""
     limit = _instant(bound)
+    born = _born(project)
     rows = []
     for f in project.get("files", []):
         if not isinstance(f, dict) or not f.get("url") or not f.get("filename"):
             continue
-        up = str(f.get("upload-time") or "")
-        if up and up.removesuffix("Z") >= limit:
+        up = _uploaded(f, born)
+        if up and up >= limit:
             continue
         url = str(f["url"]).split("#", 1)[0]
         sha = (f.get("hashes") or {}).get("sha256") if isinstance(f.get("hashes"), dict) else None
@@ -71,12 +97,13 @@ def wheel_floor(project: dict[str, Any], bound: str, python: str) -> str:
     all pure Python (keras: its 2015 sdists are pure Python; its first wheel, 2.0.x of 2017, asks
     for TensorFlow: skip-thoughts, corpus14 held)."""
     limit = _instant(bound)
+    born = _born(project)
     first_after = ""
     for f in project.get("files", []):
         if not isinstance(f, dict) or f.get("yanked") or not wheel_fits(str(f.get("filename", "")), python):
             continue
         up = str(f.get("upload-time") or "").removesuffix("Z")
-        if not up or up < limit:
+        if not up or _uploaded(f, born) < limit:  # a wheel of a release of the time, even one built later
             return bound
         if str(f.get("filename", "")).endswith("-none-any.whl"):
             continue  # a pure-Python wheel says nothing of building: its sdists of before are pure too

@@ -8,7 +8,7 @@ interpreter. Each downloaded file is hashed; the lock lists one package per file
 same fields pdm writes (``name``, ``version``, ``files`` with ``hash``) and pdm's content hash of
 the pyproject it belongs to, so ``pyrepro lock --check``, the local backend and the record read it
 like any other lock. pip takes no date bound of its own: a bounded attempt gives it a view of the
-index with only the files uploaded before the bound (``pyrepro.dateindex``). What it cannot do,
+index with only the releases published before the bound (``pyrepro.dateindex``). What it cannot do,
 said in the record: it resolves greedily (the first candidate that fits, not a backtracking
 search) and locks for the machine it runs on (x86_64 Linux), not aarch64.
 """
@@ -41,8 +41,9 @@ FIDELITY = ("locked by pip on CPython {python} (pdm and uv do not target Python 
             "x86_64 Linux only")
 #: how the fidelity line words the date bound of a pip lock
 UNBOUNDED = "no date bound (releases that state no Requires-Python may be of any later date)"
-BOUNDED = ("nothing newer than {bound} (pip read a view of the index with only the files uploaded before that "
-           "day; a project with no wheel for this Python before it, but one later, up to its first such wheel)")
+BOUNDED = ("nothing newer than {bound} (pip read a view of the index with only the releases published before that "
+           "day, each with all its files; a project with no wheel for this Python before it, but one later, up to "
+           "its first such wheel)")
 #: The target a pip lock is for: the files pip chose for the machine it ran on (Linux x86_64).
 PLATFORM = "linux_x86_64"
 _ARCHIVE = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^-]*?)\.(?:tar\.gz|tar\.bz2|tar\.xz|tgz|zip)$")
@@ -266,8 +267,8 @@ def run_pip_lock(workdir: Path, python: str, python_exe: Path, *, content_hash: 
                  package_bounds: Sequence[tuple[str, str]] = ()) -> tuple[bool, str, float, str]:
     """One lock attempt by pip for the pyproject in ``workdir`` (whose dependencies it reads):
     (ok, pip's output, seconds, the lock text); the lock is also written to ``workdir/pdm.lock``.
-    ``exclude_newer``: pip resolves from a view of the index with only the files uploaded before
-    that day (``pyrepro.dateindex``; ``index``: the ``pyrepro.index.Index`` it reads);
+    ``exclude_newer``: pip resolves from a view of the index with only the releases published
+    before that day (``pyrepro.dateindex``; ``index``: the ``pyrepro.index.Index`` it reads);
     ``package_bounds``: (project, day) pairs whose own bound is later."""
     if exclude_newer:
         from pyrepro.dateindex import DateBoundIndex

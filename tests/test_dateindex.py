@@ -59,6 +59,24 @@ def test_page__only_files_uploaded_before_the_bound__attributes_kept_and_escaped
     assert 'data-requires-python="&gt;=3.7"' in later and "keras-2.10.0" in later
 
 
+def test_page__a_wheel_built_later_for_a_release_of_the_time__listed_with_it() -> None:
+    """kaggle-diabetic-retinopathy (corpus19 dev): numpy 1.9.2 (sdist, March 2015) got manylinux1
+    wheels in 2016. Under a 2015 bound its release is of the time, so its wheels are too (a
+    compiled 2015 sdist past the builds' time otherwise); a release of 2016 stays out, and the
+    wheel floor keeps the bound, as the project has a wheel of a release of the time."""
+    from pyrepro.dateindex import wheel_floor
+
+    numpy = {"name": "numpy", "files": [
+        {"filename": "numpy-1.9.2.tar.gz", "url": "https://x/numpy-1.9.2.tar.gz", "upload-time": "2015-03-01T10:00:00Z"},
+        {"filename": "numpy-1.9.2-cp27-cp27mu-manylinux1_x86_64.whl", "url": "https://x/a.whl",
+         "upload-time": "2016-04-20T10:00:00Z"},
+        {"filename": "numpy-1.11.0-cp27-cp27mu-manylinux1_x86_64.whl", "url": "https://x/b.whl",
+         "upload-time": "2016-03-27T10:00:00Z"}]}
+    assert _links(page(numpy, "2015-08-14")) == ["numpy-1.9.2.tar.gz", "numpy-1.9.2-cp27-cp27mu-manylinux1_x86_64.whl"]
+    assert wheel_floor(numpy, "2015-08-14", "2.7") == "2015-08-14"
+    assert _links(page(numpy, "2015-02-01")) == []
+
+
 @given(st.dates(min_value=dt.date(2015, 1, 1), max_value=dt.date(2024, 1, 1)))
 def test_page__every_listed_file_is_older_than_the_bound(day: dt.date) -> None:
     listed = set(_links(page(KERAS, day.isoformat())))

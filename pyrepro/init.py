@@ -274,6 +274,9 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
               "an extra source" for url, where in cloned_repositories(scan)]
     notes += [f"the README links {url} ({where}): {module} may come from it; pin it as an extra source"
               for module, url, where in linked_repositories(folder, [i.module for i in scan.guesses])]
+    notes += [f"{m.group(1)} puts {m.group(2)} on sys.path, outside the folder: {i.module} may come from there; "
+              "pin that code as an extra source" for i in scan.guesses
+              if (m := re.search(r"; (\S+) puts (.+?) on sys\.path before it, outside this folder", i.note or ""))]
     if notes:
         doc["notes"] = "; ".join(notes)
     src = tomlkit.table()

@@ -967,6 +967,9 @@ def _after_imports(s: Situation) -> Move:
         linked = re.search(rf"the README links (\S+) \(([^)]*)\): {re.escape(top)} may come from it", s.notes or "")
         if linked:
             where += f"; the README links {linked.group(1)} ({linked.group(2)}): {first[0]} may come from there"
+        away = re.search(rf"(\S+) puts ([^;]+?) on sys\.path, outside the folder: {re.escape(top)} may come", s.notes or "")
+        if away:
+            where += f"; {away.group(1)} puts {away.group(2)} on sys.path, outside the folder: {first[0]} may be there"
         hint = (f"no locked distribution provides {first[0]}{looked}{where}: code from another repository goes "
                 "into model.toml as [[extra_sources]] (name, repository, 40-hex commit), a PyPI distribution of "
                 "another name as a [mapping] entry; then rerun")

@@ -206,6 +206,19 @@ def test_init__the_readme_links_a_scikit_repository__its_sk_import_name_is_noted
     assert "scikit-zzqq" not in doc["notes"]
 
 
+def test_init__an_import_after_a_sys_path_insert_of_a_folder_outside__noted_with_where(write_files: Write,
+                                                                                      tmp_path: Path) -> None:
+    """pointnet-semantic-segmentation (corpus19 dev): the sem_seg/ sub-folder appends its
+    repository's utils/ (``os.path.join(ROOT_DIR, 'utils')``) and imports tf_util from it; the
+    note says where the code looks for it."""
+    root = write_files({"sub/train.py": "import os, sys\nBASE = os.path.dirname(os.path.abspath(__file__))\n"
+                                        "sys.path.append(os.path.join(os.path.dirname(BASE), 'utils'))\n"
+                                        "import tf_util\n"})
+    doc = _init(root / "sub", tmp_path / "models")
+    assert ("train.py:3 puts ../utils on sys.path, outside the folder: tf_util may come from there; pin that code "
+            "as an extra source") in doc["notes"]
+
+
 def test_init__ranges_of_two_files_exclude_each_other__main_file_kept_and_said(write_files: Write,
                                                                                tmp_path: Path) -> None:
     """oximachine (corpus5): requirements.txt says xgboost~=1.4.2, a docs/environment.yml of a year

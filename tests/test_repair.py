@@ -915,3 +915,12 @@ def test_imports__missing_system_library_a_later_release_bundles__held_to_that_r
                                                                   "object file: No such file or directory"),
                                                  ("numpy", "ok", ""))))
     assert isinstance(other, repair.GiveUp) and "libGL.so" in other.hint
+
+
+def test_imports_not_provided__a_sys_path_insert_of_a_folder_outside__the_hint_names_it() -> None:
+    notes = ("train.py:14 puts .. and ../utils on sys.path, outside the folder: tf_util may come from there; pin "
+             "that code as an extra source")
+    row = ("tf_util", "error", "ModuleNotFoundError: No module named 'tf_util'")
+    move = repair.next_move(_s(imports=(row,), notes=notes, facts=repair.Facts(providers={"tf_util": None})))
+    assert isinstance(move, repair.GiveUp)
+    assert "train.py:14 puts .. and ../utils on sys.path, outside the folder: tf_util may be there" in move.hint

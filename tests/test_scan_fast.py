@@ -69,6 +69,9 @@ SNIPPETS += [
     "try:\n    from . import sibling\nexcept ImportError:\n    import sibling\n",
     "import os\n\x0cimport formfeed_mod\n",
     "x = 1\r\nimport crlf_mod\r\n",
+    "BASE_DIR = os.path.dirname(os.path.abspath(__file__))\nROOT = os.path.dirname(BASE_DIR)\n"
+    "sys.path.append(os.path.join(ROOT, 'utils'))\nimport tf_util\n",
+    "LIB = '../lib'\nsys.path.insert(0, LIB)\n",
 ]
 
 

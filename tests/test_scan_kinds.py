@@ -102,6 +102,33 @@ def test_scan__script_folder_and_sys_path_insert__local(write_files: Write,
     assert out["required"] == ["matplotlib", "numpy", "scipy"]
 
 
+@pytest.mark.parametrize("thorough", [False, True])
+def test_scan__sys_path_insert_through_names__local_inside__named_outside(
+        write_files: Write, capsys: pytest.CaptureFixture[str], thorough: bool) -> None:
+    """PointNet's pattern (pointnet-semantic-segmentation, corpus19 dev): ``BASE_DIR =
+    os.path.dirname(os.path.abspath(__file__))``, ``ROOT_DIR = os.path.dirname(BASE_DIR)``, then
+    ``sys.path.append(os.path.join(ROOT_DIR, 'utils'))`` and ``import tf_util``. The names are
+    followed: a folder inside the scanned tree makes its modules local; one outside (the submission
+    is a sub-folder of its repository) is named beside the guess, with the insert's line."""
+    from pyrepro.cli import main
+
+    code = ("import os\nimport sys\nBASE_DIR = os.path.dirname(os.path.abspath(__file__))\n"
+            "ROOT_DIR = os.path.dirname(BASE_DIR)\nsys.path.append(os.path.join(ROOT_DIR, 'utils'))\n"
+            "import tf_util\nimport numpy\n")
+    root = write_files({"repo/sem_seg/train.py": code, "repo/utils/tf_util.py": "import tensorflow\n",
+                        "alone/sem_seg/train.py": code})
+    flags = ["--thorough"] if thorough else []
+    assert main(["scan", str(root / "repo"), "--json", *flags]) == 0
+    out = json.loads(capsys.readouterr().out)["result"]
+    assert {m["module"]: m["path"] for m in out["local_modules"]}["tf_util"] == "utils/tf_util.py"
+    assert out["required"] == ["numpy", "tensorflow"]
+    assert main(["scan", str(root / "alone" / "sem_seg"), "--json", *flags]) == 0
+    out = json.loads(capsys.readouterr().out)["result"]
+    assert [g["module"] for g in out["guesses"]] == ["tf_util"]
+    assert any("train.py:5 puts ../utils on sys.path before it, outside this folder: tf_util may be the "
+               "repository's code there" in w for w in out["warnings"])
+
+
 def test_scan__generic_name_beside_a_module_reached_by_sys_path__local_not_missing(
         write_files: Write, capsys: pytest.CaptureFixture[str]) -> None:
     """A notebook puts src/ on sys.path at run time; src/transformer.py imports its sibling utils.

@@ -35,7 +35,7 @@ import posixpath
 import re
 import stat
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -57,7 +57,7 @@ from pyrepro.types import Location
 SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules", ".venv", "venv", ".tox", ".mypy_cache"}
 MAX_BYTES = 20_000_000
 # Bump when extraction changes what it returns: the per-file cache is keyed by it.
-EXTRACT_VERSION = "11"
+EXTRACT_VERSION = "12"
 SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch", ".job", ".pbs")
 PARALLEL_MIN_BYTES = 2_000_000  # below this, worker start-up costs more than it saves
 FAST_MIN_BYTES = 2_000_000  # from this much Python on, the fast reader (fastpy) is used unless thorough
@@ -834,6 +834,9 @@ class Classified:
     root_package: bool = False  # the scanned folder has an __init__.py of its own
     api_uses: tuple[ApiUse, ...] = ()
     python3: tuple[Warning_, ...] = ()  # code only Python 3 parses (f-strings, keyword-only arguments, ...)
+    #: top-level module -> (where, folder) of a sys.path insert, in the importing file, of a folder
+    #: outside the scanned tree that does not hold it: the repository's code, out of the folder
+    outside: dict[str, tuple[Location, str]] = field(default_factory=dict)
 
 
 class _LocalIndex:
@@ -981,13 +984,17 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
 
     imported = {part for f in facts for imp in f.imports for part in (*imp.module.split("."), *imp.names)}
     packages = {rel.rpartition("/")[0] for rel in walked.all_files if rel.endswith("/__init__.py")}
+    outside_inserts: dict[str, list[tuple[Location, str]]] = {}  # file -> its inserts of folders outside
     for f in facts:
         folder = f.source.rel.rpartition("/")[0]
         if f.script or _unimported_script(f, imported, packages):
             add(folder, folder)
-        for _loc, inserted in f.syspath:
+        for loc, inserted in f.syspath:
             if "__file__" not in inserted:
-                add(folder, index.folder_key(f"{folder}/{inserted}" if folder else inserted))
+                key = index.folder_key(f"{folder}/{inserted}" if folder else inserted)
+                add(folder, key)
+                if key.startswith("/"):
+                    outside_inserts.setdefault(f.source.rel, []).append((loc, inserted))
     for e in entries:
         shell_dir = e.location.path.rpartition("/")[0]
         for cand in (f"{shell_dir}/{e.script}" if shell_dir else e.script, e.script):
@@ -1004,6 +1011,7 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
         return found[folder, top]
 
     third: list[FoundImport] = []
+    outside: dict[str, tuple[Location, str]] = {}
     local_locs: dict[str, tuple[str, list[Location]]] = {}
     python2: list[Warning_] = []
     uses: list[StdlibUse] = []
@@ -1046,6 +1054,11 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
                 entry = local_locs.setdefault(top, (where, []))
                 entry[1].append(imp.location)
                 continue
+            before = [(loc, ins) for loc, ins in outside_inserts.get(f.source.rel, ())
+                      if (loc.line or 0) <= (imp.location.line or 0)]
+            if before:
+                folders = list(dict.fromkeys(posixpath.normpath(ins) for _loc, ins in before))
+                outside.setdefault(top, (before[0][0], " and ".join(folders[:3])))
             third.append(imp)
     if not entries and walked.root.is_dir():
         for cand in ("run.py", "main.py", "train.py"):
@@ -1078,7 +1091,8 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
                        key=lambda u: _loc_key(u.location)))
     return Classified(tuple(third), local, _tree_modules(walked.all_files),
                       tuple(python2), tuple(warnings), tuple(tools), tuple(entries), tuple(declared), n_files, n_lines,
-                      tuple(uses), tuple(unreadable), "__init__.py" in walked.all_files, api, tuple(python3))
+                      tuple(uses), tuple(unreadable), "__init__.py" in walked.all_files, api, tuple(python3),
+                      outside)
 
 
 _LOCKED_PROJECTS = frozenset({"pyproject.toml", "pipfile"})
@@ -1220,10 +1234,15 @@ def resolve(classified: Classified, resolver: Resolver) -> tuple[tuple[ImportRec
                 continue
         if res.resolved_with == "identity-guess":
             decl = declared.get(res.distribution or "")
+            away = classified.outside.get(key.split(".")[0])
             if decl is not None:  # the submission declares a distribution of that very name
                 res = Resolution(key, res.distribution, "declared",
                                  f"no mapping; the submission declares {decl.name} ({decl.path}"
                                  f"{':' + str(decl.line) if decl.line else ''})")
+            elif away is not None:  # after a sys.path insert of a folder outside: the repository's code
+                res = replace(res, note=f"{res.note}; {away[0]} puts {away[1]} on sys.path before it, outside "
+                                        f"this folder: {key.split('.')[0]} may be the repository's code there")
+                warnings.append(Warning_(locs[0], f"{key}: {res.note}"))
             else:
                 warnings.append(Warning_(locs[0], f"{key}: {res.note}"))
         kind, marker = _kind_of(occ)

@@ -10,8 +10,9 @@ lines that can: ``import``/``from`` statements, dynamic imports (``import_module
 * any other import or dynamic import: the outermost ``def`` around it when only ``def``/``class``
   enclose that, else its whole top-level statement, so ``try/except ImportError``,
   ``TYPE_CHECKING`` and platform/version guards are seen exactly as a full parse sees them;
-* a shell-command or ``sys.path`` call: its own statement, and the assignments of a name it
-  passes (``cmd = "zip ..."; os.system(cmd)``).
+* a shell-command call: its own statement, and the assignments of a name it passes
+  (``cmd = "zip ..."; os.system(cmd)``). A text with a ``sys.path`` insert goes to the thorough
+  reader whole: the folder it names may come through assignments anywhere above it.
 
 Whatever it cannot place with certainty (IPython magics, Python 2 hints, backslash
 continuations, a triple quote it cannot classify, a piece that does not parse on its own) sends
@@ -294,6 +295,10 @@ def parse_fast(text: str) -> Parsed:
 
 
 def _parse_fast(text: str) -> Parsed:
+    if "sys.path" in text or "addsitedir" in text:
+        # an insert may name a folder through assignments anywhere above it (BASE_DIR = ...;
+        # sys.path.append(os.path.join(BASE_DIR, "utils"))): the thorough reader follows them
+        raise NotFast
     view = _Text(text)
     whole: set[tuple[int, int, int]] = set()  # (first line, end line, indent) of pieces to parse whole
     single: set[int] = set()  # lines whose own statement is enough

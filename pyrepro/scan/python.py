@@ -22,6 +22,7 @@ import ast
 import io
 import re
 import tokenize
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyrepro.scan import markers
@@ -230,34 +231,38 @@ _FILE_DIR_CALLS = {"os.path.dirname", "path.dirname", "dirname"}
 _ABS_CALLS = {"os.path.abspath", "os.path.realpath", "path.abspath", "path.realpath", "abspath", "realpath"}
 
 
-def _path_expr(node: ast.AST) -> str | None:
+def _path_expr(node: ast.AST, names: Callable[[str], str | None] | None = None) -> str | None:
     """A folder a ``sys.path`` insert names, relative to the inserting file's folder, when it can
     be read without running anything: literals, ``os.path.join(os.path.dirname(__file__), "lib")``,
-    ``Path(__file__).parent / "src"``. None otherwise."""
+    ``Path(__file__).parent / "src"``, and a name ``names`` knows the folder of (``BASE_DIR =
+    os.path.dirname(os.path.abspath(__file__))``, then ``sys.path.append(os.path.join(BASE_DIR,
+    "utils"))``: PointNet's pattern; pointnet-semantic-segmentation, corpus19 dev). None otherwise."""
     lit = _literal_str(node)
     if lit is not None:
         return lit or "."
     if isinstance(node, ast.Name) and node.id == "__file__":
         return "__file__"  # the file itself; its dirname is "."
+    if isinstance(node, ast.Name):
+        return names(node.id) if names is not None else None
     if isinstance(node, ast.Call):
         fn = _dotted_name(node.func)
         if fn in _ABS_CALLS and len(node.args) == 1:
-            return _path_expr(node.args[0])
+            return _path_expr(node.args[0], names)
         if fn in _FILE_DIR_CALLS and len(node.args) == 1:
-            inner = _path_expr(node.args[0])
+            inner = _path_expr(node.args[0], names)
             return None if inner is None else "." if inner == "__file__" else inner + "/.."
         if fn in ("os.path.join", "path.join", "join", "os.path.normpath", "str") and node.args:
-            parts = [_path_expr(a) for a in node.args]
+            parts = [_path_expr(a, names) for a in node.args]
             return None if any(p is None for p in parts) else "/".join(parts)  # type: ignore[arg-type]
         if fn in ("Path", "pathlib.Path") and len(node.args) == 1:
-            return _path_expr(node.args[0])
+            return _path_expr(node.args[0], names)
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("resolve", "absolute") and not node.args:
-            return _path_expr(node.func.value)
+            return _path_expr(node.func.value, names)
     if isinstance(node, ast.Attribute) and node.attr == "parent":
-        inner = _path_expr(node.value)
+        inner = _path_expr(node.value, names)
         return None if inner is None else ("." if inner == "__file__" else inner + "/..")
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
-        left, right = _path_expr(node.left), _path_expr(node.right)
+        left, right = _path_expr(node.left, names), _path_expr(node.right, names)
         return None if left is None or right is None else f"{left}/{right}"
     return None
 
@@ -297,6 +302,10 @@ class _Visitor(ast.NodeVisitor):
         self.main_guard = False
         # name -> [(line, string value)] of simple assignments (cmd = 'zip ...'), in line order
         self.strings: dict[str, list[tuple[int, str]]] = {}
+        # name -> [(line, folder relative to the file)] of assignments ``_path_expr`` reads
+        # (BASE_DIR = os.path.dirname(os.path.abspath(__file__))), in line order
+        self.paths: dict[str, list[tuple[int, str]]] = {}
+        self.track_paths = False  # set when the text mentions sys.path or addsitedir
 
     def marker_text(self) -> str | None:
         joined: markers.Marker | None = None
@@ -315,11 +324,24 @@ class _Visitor(ast.NodeVisitor):
                 best = value
         return best
 
+    def path_at(self, name: str, line: int) -> str | None:
+        """The folder a name was last assigned before ``line``, when ``_path_expr`` reads it."""
+        best = None
+        for ln, value in self.paths.get(name, ()):
+            if ln <= line:
+                best = value
+        return best
+
     def visit_Assign(self, node: ast.Assign) -> None:
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            line = node.lineno + self.offset
             value = _const_str(node.value)
             if value is not None:
-                self.strings.setdefault(node.targets[0].id, []).append((node.lineno + self.offset, value))
+                self.strings.setdefault(node.targets[0].id, []).append((line, value))
+            if self.track_paths:
+                folder = _path_expr(node.value, lambda n: self.path_at(n, line))
+                if folder is not None:
+                    self.paths.setdefault(node.targets[0].id, []).append((line, folder))
         self.generic_visit(node)
 
     def _line(self, node: ast.AST) -> int:
@@ -375,9 +397,10 @@ class _Visitor(ast.NodeVisitor):
         elif name in ("insert", "append", "addsitedir") and node.args and isinstance(fn, ast.Attribute) and \
                 _dotted_name(fn.value) in ("sys.path", "site"):
             arg = node.args[-1] if name == "insert" else node.args[0]
-            folder = _path_expr(arg)
+            line = self._line(node)
+            folder = _path_expr(arg, lambda n: self.path_at(n, line))
             if folder is not None:
-                self.syspath.append((self._line(node), folder))
+                self.syspath.append((line, folder))
         elif name == "run_cell_magic" and len(node.args) >= 3:
             code = _const_str(node.args[2])
             magic, magic_arg = _const_str(node.args[0]) or "", _const_str(node.args[1]) or ""
@@ -569,9 +592,14 @@ def _walk_statements(v: _Visitor, body: list[ast.stmt], hot: frozenset[int] = fr
             for case in stmt.cases:
                 _walk_statements(v, case.body, hot)
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            line = stmt.lineno + v.offset
             value = _const_str(stmt.value)
             if value is not None:
-                v.strings.setdefault(stmt.targets[0].id, []).append((stmt.lineno + v.offset, value))
+                v.strings.setdefault(stmt.targets[0].id, []).append((line, value))
+            if v.track_paths:  # a folder a later sys.path insert may name (BASE_DIR = ...)
+                folder = _path_expr(stmt.value, lambda n, line=line: v.path_at(n, line))
+                if folder is not None:
+                    v.paths.setdefault(stmt.targets[0].id, []).append((line, folder))
         if hot:
             if compound:  # only the header expressions (test, iter, items, decorators)
                 _calls_in_header(v, stmt, hot)
@@ -669,6 +697,7 @@ def parse_code(text: str, *, line_offset: int = 0, depth: int = 0) -> Parsed:
         warn = (None, "code nests too deeply to parse; imports were read with the line-level fallback")
         return Parsed(tuple(imports), tuple(commands), (warn,), tuple(py2), fallback=True)
     v = _Visitor(line_offset, depth)
+    v.track_paths = "sys.path" in clean or "addsitedir" in clean
     hot = _hot_lines(clean, hot_re.start()) if hot_re else frozenset()
     try:
         _walk_statements(v, tree.body, hot)

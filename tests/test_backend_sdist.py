@@ -125,6 +125,45 @@ def test_build_env__two_sdists__built_side_by_side_then_their_wheels_installed(
                                                      if w.endswith(".whl")) == ["torch_cluster", "torch_scatter"]
 
 
+def test_build_env__an_sdist_built_before__its_wheel_reused_not_built_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kaggle-diabetic-retinopathy (corpus19 dev): after a repair moved some 2015 sdists to wheels
+    and relocked, the next environment built the sdists it kept (matplotlib 1.4.3) again, and the
+    budget ran out. A wheel built from a hash-checked sdist is kept by that sdist, interpreter and
+    flags; the next environment that locks the same sdist installs it without building."""
+    monkeypatch.setenv("PYREPRO_BUILD_JOBS", "2")
+    paths, spec = _mini(tmp_path, sdist=SDIST_PKG + SDIST_PKG_2)
+    built: list[str] = []
+    installed: list[list[str]] = []
+
+    def runner(cmd, **kw):  # type: ignore[no-untyped-def]
+        argv = [str(c) for c in cmd]
+        if argv[1:4] == ["-m", "pip", "wheel"]:
+            name, version = Path(argv[-1]).read_text().split()[0].split("==")
+            built.append(name)
+            (Path(argv[argv.index("-w") + 1]) / f"{name.replace('-', '_')}-{version}-cp311-cp311-linux_x86_64.whl"
+             ).write_bytes(name.encode())
+            return Completed(tuple(argv), 0, "", "")
+        if argv[1:4] == ["-m", "pip", "install"]:
+            installed.append([Path(a).name for a in argv if a.endswith(".whl")])
+            return Completed(tuple(argv), 0, "", "")
+        if argv[1:4] == ["-m", "pip", "download"]:
+            return Completed(tuple(argv), 0, "", "")
+        return proc.run(cmd, **kw)
+
+    local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
+    assert sorted(built) == ["torch-cluster", "torch-scatter"]
+    kept = sorted(p.name for p in (paths.cache / "built-wheels").iterdir())
+    assert len(kept) == 2 and all(k.startswith(("torch-cluster-1.6.1-", "torch-scatter-2.1.1-")) for k in kept)
+    # another environment with the same sdists (the lock changed elsewhere): nothing is built
+    for d in (paths.cache / "envs").iterdir():
+        shutil.rmtree(d)
+    local.build_env(spec, paths, runner=runner, platform="linux-x86_64")
+    assert sorted(built) == ["torch-cluster", "torch-scatter"]
+    assert sorted(installed[-1]) == ["torch_cluster-1.6.1-cp311-cp311-linux_x86_64.whl",
+                                     "torch_scatter-2.1.1-cp311-cp311-linux_x86_64.whl"]
+
+
 def test_build_env__parallel_sdist_build_fails__pip_names_it_and_no_isolation_follows(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYREPRO_BUILD_JOBS", "2")

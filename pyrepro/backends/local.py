@@ -439,7 +439,8 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                     run_env = iso_env if group is sdists and not flags else env
                     if group is sdists and len(group) > 1 and build_jobs() > 1:
                         return build_sdists_in_parallel(tmp / "bin" / "python", group, flags, run_env, runner,
-                                                        progress, label, cap=cap, timed_out=timed_out)
+                                                        progress, label, cap=cap, timed_out=timed_out,
+                                                        store=paths.cache / "built-wheels")
                     argv = [str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes",
                             "--no-deps", "--progress-bar=off", *flags, *extra, "-r", str(req)]
                     if group is not sdists:
@@ -575,7 +576,7 @@ def _capped(runner: Runner, argv: list[str], env: dict[str, str], cap: float, gr
 
 def build_sdists_in_parallel(python: Path, group: list[Locked], flags: list[str], env: dict[str, str],
                              runner: Runner, progress: Progress, label: str, *, cap: float = 7200,
-                             timed_out: list[Locked] | None = None) -> Any:
+                             timed_out: list[Locked] | None = None, store: Path | None = None) -> Any:
     """Build each sdist of ``group`` into a wheel (``pip wheel``, hash-checked, ``flags`` as the
     install would use), ``build_jobs()`` at a time, then install the wheels (built here from the
     checked sdists) without asking the index. One result, as one pip install's: the return code is
@@ -586,7 +587,11 @@ def build_sdists_in_parallel(python: Path, group: list[Locked], flags: list[str]
     built one after another: a build is given what is left of it, and one not started by then is
     counted as timed out (kaggle-diabetic-retinopathy, corpus19 dev: eleven 2015 sdists for
     CPython 2.7, numpy, scipy and matplotlib among them, each under the cap, ran the reproduction's
-    whole budget out in pip before any repair could move one to a release with a wheel)."""
+    whole budget out in pip before any repair could move one to a release with a wheel).
+
+    ``store``: wheels built here before, by the hash-checked sdist, the interpreter and the flags
+    (``built_wheel_dir``): an sdist built once is not built again, when a repair relocks and the
+    next environment holds it too, or when a reproduction is rerun."""
     import concurrent.futures
 
     from pyrepro.proc import Completed
@@ -603,13 +608,36 @@ def build_sdists_in_parallel(python: Path, group: list[Locked], flags: list[str]
             req.write_text(requirements_text([p]), encoding="utf-8")
             argv = [str(python), "-m", "pip", "wheel", "--require-hashes", "--no-deps", "--progress-bar=off", *flags,
                     "-w", str(out_dir), "-r", str(req)]
+            kept = built_wheel_dir(store, p, python, flags) if store is not None else None
+            if kept is not None and (found := sorted(kept.glob("*.whl"))):
+                for w in found:
+                    shutil.copy2(w, out_dir / w.name)
+                progress.advance(label, 0, f"{p.name} {p.version}: the wheel built from its sdist before")
+                return Completed(tuple(argv), 0, f"{p.name} {p.version}: built before ({found[0].name})\n", "")
             left = deadline - time.monotonic()
             if left < 1:
                 late.append(p)
                 return Completed(tuple(argv), -1, "", f"{p.name} {p.version}: not built, the {cap:.0f} s the sdists' "
                                  "builds may take had run out")
             progress.advance(label, 0, f"building {p.name} {p.version} from its sdist")
-            return _capped(runner, argv, env, min(cap, left), [p], late, progress, label)
+            own = work / "own" / p.name  # this sdist's wheel alone, to keep
+            own.mkdir(parents=True)
+            argv[argv.index("-w") + 1] = str(own)
+            res = _capped(runner, argv, env, min(cap, left), [p], late, progress, label)
+            wheels = sorted(own.glob("*.whl"))
+            for w in wheels:
+                shutil.copy2(w, out_dir / w.name)
+            if res.returncode == 0 and wheels and kept is not None:
+                tmp_keep = kept.with_name(kept.name + f".{os.getpid()}.tmp")
+                shutil.rmtree(tmp_keep, ignore_errors=True)
+                tmp_keep.mkdir(parents=True)
+                for w in wheels:
+                    shutil.copy2(w, tmp_keep / w.name)
+                try:
+                    tmp_keep.rename(kept)
+                except OSError:  # another build kept it first
+                    shutil.rmtree(tmp_keep, ignore_errors=True)
+            return res
 
         with concurrent.futures.ThreadPoolExecutor(min(build_jobs(), len(group))) as pool:
             results = list(pool.map(build, sorted(group, key=lambda p: p.name)))
@@ -623,6 +651,14 @@ def build_sdists_in_parallel(python: Path, group: list[Locked], flags: list[str]
         done = runner([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--progress-bar=off", *wheels],
                       env=env, check=False, timeout=1800, on_line=output_detail(progress, label, pip_detail))
         return Completed(argv, done.returncode, f"{stdout}\n{done.stdout or ''}", f"{stderr}\n{done.stderr or ''}")
+
+
+def built_wheel_dir(store: Path, p: Locked, python: Path, flags: Sequence[str]) -> Path:
+    """Where the wheel built from ``p``'s hash-checked sdist by the interpreter behind ``python``
+    (a venv's, resolved to the one it was made from) with ``flags`` is kept."""
+    key = hashlib.sha256("\0".join([canonicalize_name(p.name), p.version, *sorted(p.hashes),
+                                     str(Path(python).resolve()), *flags]).encode()).hexdigest()[:32]
+    return store / f"{canonicalize_name(p.name)}-{p.version}-{key}"
 
 
 def uv_cache(paths: Paths) -> Path:

@@ -657,6 +657,23 @@ def branch_only_modules(spec: ModelSpec, built: BuiltModel, failing: Iterable[st
     return out
 
 
+def _parsed(root: Path, locations: Sequence[Any]) -> dict[str, Any] | None:
+    """The parsed .py file of each of ``locations`` (``scan.Location``), by path; None when one is
+    a notebook cell, has no line, or sits in a file that does not parse."""
+    import ast
+
+    trees: dict[str, Any] = {}
+    for loc in locations:
+        if getattr(loc, "cell", None) is not None or not getattr(loc, "line", None) or not str(loc.path).endswith(".py"):
+            return None
+        if loc.path not in trees:
+            try:
+                trees[loc.path] = ast.parse((root / loc.path).read_text(encoding="utf-8", errors="replace"))
+            except (OSError, SyntaxError, ValueError):
+                return None
+    return trees
+
+
 def guarded_elsewhere(root: Path, module: str, locations: Sequence[Any]) -> str | None:
     """Where a module is imported, when the code probes it under ``try: ... except ImportError`` at
     one of ``locations`` and every other one sits inside a function (scbert-cell-annotation, corpus19
@@ -683,17 +700,12 @@ def guarded_elsewhere(root: Path, module: str, locations: Sequence[Any]) -> str 
         kinds = t.elts if isinstance(t, ast.Tuple) else [t] if t is not None else []
         return any(isinstance(k, ast.Name) and k.id in IMPORT_ERRORS for k in kinds)
 
-    trees: dict[str, Any] = {}
+    trees = _parsed(root, locations)
+    if trees is None:
+        return None
     guarded: list[Any] = []
     inside: list[tuple[str, Any]] = []
     for loc in locations:
-        if getattr(loc, "cell", None) is not None or not getattr(loc, "line", None) or not str(loc.path).endswith(".py"):
-            return None
-        if loc.path not in trees:
-            try:
-                trees[loc.path] = ast.parse((root / loc.path).read_text(encoding="utf-8", errors="replace"))
-            except (OSError, SyntaxError, ValueError):
-                return None
         tree = trees[loc.path]
         probed = any(isinstance(n, ast.Try) and any(catches(h) for h in n.handlers)
                      and any(names_it(m) and m.lineno == loc.line for b in n.body for m in ast.walk(b))
@@ -729,15 +741,10 @@ def uncalled(root: Path, locations: Sequence[Any]) -> str | None:
     import re
 
     funcs: list[tuple[str, Any]] = []
-    trees: dict[str, Any] = {}
+    trees = _parsed(root, locations)
+    if trees is None:
+        return None
     for loc in locations:
-        if getattr(loc, "cell", None) is not None or not getattr(loc, "line", None) or not str(loc.path).endswith(".py"):
-            return None
-        if loc.path not in trees:
-            try:
-                trees[loc.path] = ast.parse((root / loc.path).read_text(encoding="utf-8", errors="replace"))
-            except (OSError, SyntaxError, ValueError):
-                return None
         fn = next((n for n in trees[loc.path].body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                    and n.lineno <= loc.line <= (n.end_lineno or n.lineno)), None)
         if fn is None or fn.decorator_list:

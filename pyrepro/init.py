@@ -340,8 +340,14 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
         if dname in used or dname in vcs or any(e.split(";")[0].strip() == dname for e in extra):
             continue
         why = dev_tool_reason(dname)
+        own = own_package(folder, dname)
         if why:
             dropped.append(f"{dname} ({why})")
+        elif own:
+            decl = next(d for d in scan.declared if d.name == dname)
+            notes.append(f"{dname} ({decl.path}{':' + str(decl.line) if decl.line else ''}) is this submission itself "
+                         f"(its own {own}): not a dependency")
+            doc["notes"] = "; ".join(notes)
         elif not _not_installable(dname):
             extra.append(dname)
     deps["extra"] = extra
@@ -604,6 +610,21 @@ def _valid_requirements(reqs: list[str], *, names_only: bool = False) -> tuple[l
         else:
             good.append(r)
     return good, bad
+
+
+def own_package(folder: Path, dist: str) -> str:
+    """Where the submission is itself the distribution ``dist``: its own top-level package or module
+    of that import name ("package pyemma_tutorials/"), or "" (pyemma-msm-tutorials, corpus19 held,
+    studied after its measurement: the README's ``conda install -c conda-forge pyemma_tutorials``
+    installs the repository itself; PyPI has no such project, and uv spent the budget building
+    sdists before it could say so)."""
+    top = re.sub(r"[-.]+", "_", dist)
+    for cand in dict.fromkeys((top, top.lower())):
+        if (folder / cand / "__init__.py").is_file():
+            return f"package {cand}/"
+        if (folder / f"{cand}.py").is_file():
+            return f"module {cand}.py"
+    return ""
 
 
 def _not_installable(dist: str) -> bool:

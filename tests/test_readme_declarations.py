@@ -219,6 +219,27 @@ def test_init__an_import_after_a_sys_path_insert_of_a_folder_outside__noted_with
             "as an extra source") in doc["notes"]
 
 
+def test_init__the_submission_itself_declared__not_a_dependency(write_files: Write, tmp_path: Path) -> None:
+    """pyemma-msm-tutorials (corpus19 held, studied after its measurement): binder/environment.yml
+    lists the conda package pyemma_tutorials, the repository itself, whose package
+    pyemma_tutorials/ is in the folder; PyPI has no such project, and the lock spent its budget
+    before saying so. A declared name that is the folder's own package or module is no dependency,
+    said with where it was declared; another declared name stays."""
+    root = write_files({
+        "sub/binder/environment.yml": "channels:\n  - conda-forge\ndependencies:\n  - mdshare\n  - my_tutorials\n",
+        "sub/my_tutorials/__init__.py": "import numpy\n",
+        "sub/my_tutorials/cli.py": "import mdshare\n",
+        "sub/requirements.txt": "helper-mod\nnumpy\n",
+        "sub/helper_mod.py": "import numpy\n"})
+    doc = _init(root / "sub", tmp_path / "models")
+    extra = doc["dependencies"]["extra"]
+    assert "my-tutorials" not in extra and "helper-mod" not in extra
+    assert "my-tutorials (binder/environment.yml:5) is this submission itself (its own package my_tutorials/): not a dependency" \
+        in doc["notes"]
+    assert "helper-mod (requirements.txt:1) is this submission itself (its own module helper_mod.py)" in doc["notes"]
+    assert "mdshare" in doc["dependencies"]["scanned"] + extra
+
+
 def test_init__ranges_of_two_files_exclude_each_other__main_file_kept_and_said(write_files: Write,
                                                                                tmp_path: Path) -> None:
     """oximachine (corpus5): requirements.txt says xgboost~=1.4.2, a docs/environment.yml of a year

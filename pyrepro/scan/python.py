@@ -22,7 +22,7 @@ import ast
 import io
 import re
 import tokenize
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pyrepro.scan import markers
@@ -287,6 +287,15 @@ def _const_str(node: ast.AST | None) -> str | None:
     return None
 
 
+def _last_before(entries: Iterable[tuple[int, str]], line: int) -> str | None:
+    """The value of the last (line, value) entry at or before ``line`` (entries in line order)."""
+    best = None
+    for ln, value in entries:
+        if ln <= line:
+            best = value
+    return best
+
+
 class _Visitor(ast.NodeVisitor):
     def __init__(self, line_offset: int, depth: int) -> None:
         self.offset = line_offset
@@ -318,30 +327,28 @@ class _Visitor(ast.NodeVisitor):
 
     def string_at(self, name: str, line: int) -> str | None:
         """The value a name was last assigned before ``line`` (None if unknown)."""
-        best = None
-        for ln, value in self.strings.get(name, ()):
-            if ln <= line:
-                best = value
-        return best
+        return _last_before(self.strings.get(name, ()), line)
 
     def path_at(self, name: str, line: int) -> str | None:
         """The folder a name was last assigned before ``line``, when ``_path_expr`` reads it."""
-        best = None
-        for ln, value in self.paths.get(name, ()):
-            if ln <= line:
-                best = value
-        return best
+        return _last_before(self.paths.get(name, ()), line)
+
+    def note_assign(self, node: ast.Assign) -> None:
+        """``name = value``: its string (``cmd = 'zip ...'``) and, in a text with a sys.path
+        insert, the folder it names (``BASE_DIR = os.path.dirname(...)``), for later calls."""
+        if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+            return
+        line = node.lineno + self.offset
+        value = _const_str(node.value)
+        if value is not None:
+            self.strings.setdefault(node.targets[0].id, []).append((line, value))
+        if self.track_paths:
+            folder = _path_expr(node.value, lambda n: self.path_at(n, line))
+            if folder is not None:
+                self.paths.setdefault(node.targets[0].id, []).append((line, folder))
 
     def visit_Assign(self, node: ast.Assign) -> None:
-        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            line = node.lineno + self.offset
-            value = _const_str(node.value)
-            if value is not None:
-                self.strings.setdefault(node.targets[0].id, []).append((line, value))
-            if self.track_paths:
-                folder = _path_expr(node.value, lambda n: self.path_at(n, line))
-                if folder is not None:
-                    self.paths.setdefault(node.targets[0].id, []).append((line, folder))
+        self.note_assign(node)
         self.generic_visit(node)
 
     def _line(self, node: ast.AST) -> int:
@@ -591,15 +598,8 @@ def _walk_statements(v: _Visitor, body: list[ast.stmt], hot: frozenset[int] = fr
             compound = True
             for case in stmt.cases:
                 _walk_statements(v, case.body, hot)
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            line = stmt.lineno + v.offset
-            value = _const_str(stmt.value)
-            if value is not None:
-                v.strings.setdefault(stmt.targets[0].id, []).append((line, value))
-            if v.track_paths:  # a folder a later sys.path insert may name (BASE_DIR = ...)
-                folder = _path_expr(stmt.value, lambda n, line=line: v.path_at(n, line))
-                if folder is not None:
-                    v.paths.setdefault(stmt.targets[0].id, []).append((line, folder))
+        if isinstance(stmt, ast.Assign):
+            v.note_assign(stmt)
         if hot:
             if compound:  # only the header expressions (test, iter, items, decorators)
                 _calls_in_header(v, stmt, hot)

@@ -1,0 +1,460 @@
+"""The pin search: declared requirements are evidence, not orders (issue 42).
+
+A submission's declared requirements are **soft constraints**, each with a weight from the
+evidence behind it (``weigh``): a distribution the code imports over one only declared, an exact
+pin over a range, the model's own packages over a benchmark harness over tooling. The date bound,
+the platform and "no pre-release unless declared" are hard: the oracle applies them to every
+query. The Python version is a variable over the CPythons the caller offers (the submission's
+era; only the one it states when it states one).
+
+``search`` finds a maximum-weight set of declared constraints that resolves, with a resolver as
+the **oracle** (``Oracle``: requirements and a Python in, an ``Answer`` out) and a budget of
+queries:
+
+1. **Python**: the declared set on each offered CPython in the caller's order (an exact pin with
+   no wheel for the chosen Python, ``tensorflow==2.3.0`` on 3.9, resolves on 3.8 as declared).
+2. **The fully relaxed set** (every constraint widened to its bare name) on each offered CPython.
+   When none resolves, the requirement that makes even that fail is found by delta debugging over
+   the names (``minimal_failing``); a culprit the code never imports is dropped and the search goes
+   on, an imported one ends the search with a **proof**: this set does not resolve either, and why.
+3. **Keep**: the constraints are added back at their declared strength, heaviest first, in chunks
+   halved on failure (the same result as adding them one by one, in fewer queries when few
+   conflict). The resolver's explanation may *propose* which constraints to leave out first (the
+   names it mentions, ``hint``); it never decides.
+4. **Widen**: each constraint left out goes up its ladder (``ladder``: the same release without a
+   local label, the same release series, the same minor, the same major, the bare name), the
+   heaviest first, and keeps the narrowest rung that resolves.
+
+Every answer that resolved is a set the resolver accepted; the outcome is always the last such set
+(a spent budget leaves the undecided constraints at their bare names, which resolved). Nothing here
+reads the wording of a resolver's message to decide: ``hint`` only orders the first query of step 3.
+This module does no I/O: ``pyrepro.lock`` gives it uv (``pyrepro.uvtool.ask``) as the oracle.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+RULE = "pin-search"
+#: oracle queries one search may make (uv answers one in seconds with a warm cache)
+DEFAULT_BUDGET = 48
+#: rounds of dropping an unimported requirement that fails even by its bare name
+MAX_DROPS = 6
+
+#: weights of the kinds of distribution (``kind_of``)
+KIND_WEIGHT = {"model": 3, "harness": 2, "tooling": 1}
+IMPORTED_FACTOR = 3
+EXACT_FACTOR = 2
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One oracle answer. ``known`` False: the oracle could not say (a timeout, an sdist whose
+    metadata did not build); the search treats it as "does not resolve" and says so."""
+
+    ok: bool
+    text: str = ""
+    versions: Mapping[str, str] = field(default_factory=dict)  # canonical name -> version, when ok
+    known: bool = True
+
+
+Oracle = Callable[[tuple[str, ...], str], Answer]
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One declared requirement as a soft constraint."""
+
+    index: int  # its place in the declared list
+    requirement: str
+    name: str  # canonical
+    weight: int
+    evidence: str  # why this weight ("imported by the code; an exact pin; a model package")
+    ladder: tuple[tuple[str, str], ...]  # (rung, requirement) from the declared strength to the bare name
+
+    @property
+    def pinned(self) -> bool:
+        return len(self.ladder) > 1
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    """How far one declared constraint moved, and why."""
+
+    name: str
+    before: str
+    after: str  # "" when dropped
+    rung: str  # the ladder rung kept ("minor", "major", "bare", "dropped", ...)
+    locked: str  # the version the resolution took ("" when dropped or unknown)
+    distance: str  # "same release", "same minor", "same major", "other major", "dropped", "not pinned"
+    explanation: str  # the resolver's words when the constraint at its declared strength was refused
+    queries: int  # the oracle queries made when this was decided
+    evidence: str
+
+    def reason(self, total: int) -> str:
+        said = " ".join(ln.strip() for ln in self.explanation.splitlines() if ln.strip())[:400]
+        what = (f"dropped: even its bare name does not resolve, and the code never imports it"
+                if not self.after else
+                f"widened to {self.after!r} ({self.rung}; locked {self.locked or '?'}: {self.distance})")
+        return (f"{self.before} ({self.evidence}) cannot hold with the heavier constraints kept; {what}; "
+                f"found by the pin search with the resolver as the oracle in {total} queries"
+                + (f"; the resolver said: {said}" if said else ""))
+
+
+@dataclass(frozen=True)
+class Query:
+    requirements: tuple[str, ...]
+    python: str
+    ok: bool
+    known: bool
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the search found. ``ok``: ``requirements`` resolved on ``python`` (the last query that
+    did); else ``proof`` says why no relaxation resolves, naming ``culprits``."""
+
+    ok: bool
+    requirements: tuple[str, ...]
+    python: str
+    relaxations: tuple[Relaxation, ...] = ()
+    queries: tuple[Query, ...] = ()
+    proof: str = ""
+    culprits: tuple[str, ...] = ()
+    python_reason: str = ""  # why the Python moved ("" when it did not)
+    spent: bool = False  # the budget ran out before every constraint was decided
+    versions: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return len(self.queries)
+
+
+# --------------------------------------------------------------------------- constraints
+
+def _parse(req: str) -> Requirement | None:
+    try:
+        return Requirement(req)
+    except InvalidRequirement:
+        return None
+
+
+def _bare(r: Requirement) -> str:
+    extras = f"[{','.join(sorted(r.extras))}]" if r.extras else ""
+    marker = f"; {r.marker}" if r.marker is not None else ""
+    return f"{r.name}{extras}{marker}"
+
+
+def _with(r: Requirement, spec: str) -> str:
+    extras = f"[{','.join(sorted(r.extras))}]" if r.extras else ""
+    marker = f"; {r.marker}" if r.marker is not None else ""
+    return f"{r.name}{extras}{spec}{marker}"
+
+
+def exact_version(req: str) -> str | None:
+    """The version of an exact pin (``==1.2.3``, ``===1.2.3``; not a wildcard), else None."""
+    r = _parse(req)
+    if r is None or r.url or len(r.specifier) != 1:
+        return None
+    sp = next(iter(r.specifier))
+    if sp.operator in ("==", "===") and not sp.version.endswith(".*"):
+        return sp.version
+    return None
+
+
+def ladder(req: str) -> tuple[tuple[str, str], ...]:
+    """The rungs a requirement widens through, from its declared strength to its bare name:
+    ``torch==1.12.1+cu113``: declared, ``==1.12.1`` (local label dropped), ``==1.12.*``, ``==1.*``,
+    bare; ``automatminer==1.0.3.20191111``: declared, ``==1.0.3.*`` (series), ``==1.0.*``,
+    ``==1.*``, bare; a range or any other specifier: declared, bare. A URL or a bare name: declared
+    only (nothing to widen)."""
+    r = _parse(req)
+    if r is None or r.url or not r.specifier:
+        return (("declared", req),)
+    rungs: list[tuple[str, str]] = [("declared", req)]
+    v = exact_version(req)
+    if v is not None:
+        try:
+            parsed = Version(v)
+        except InvalidVersion:
+            parsed = None
+        if parsed is not None:
+            rel = parsed.release
+            if parsed.local:
+                rungs.append(("no local label", _with(r, f"=={parsed.public}")))
+            if len(rel) >= 4:
+                rungs.append(("series", _with(r, "==" + ".".join(map(str, rel[:3])) + ".*")))
+            if len(rel) >= 2:
+                rungs.append(("minor", _with(r, "==" + ".".join(map(str, rel[:2])) + ".*")))
+            if len(rel) >= 2:
+                rungs.append(("major", _with(r, f"=={rel[0]}.*")))
+    rungs.append(("bare", _bare(r)))
+    out: list[tuple[str, str]] = []
+    for rung, text in rungs:  # no rung twice (==1.0 gives minor ==1.0.* and major ==1.*)
+        if all(text != t for _r, t in out):
+            out.append((rung, text))
+    return tuple(out)
+
+
+def weigh(declared: Sequence[str], imported: frozenset[str] | None,
+          kind_of: Callable[[str], str] = lambda _n: "model") -> tuple[Constraint, ...]:
+    """Each declared requirement as a constraint with its weight: ``KIND_WEIGHT`` of its kind
+    (``kind_of``: "model", "harness", "tooling"), times ``IMPORTED_FACTOR`` when the code imports it
+    (unknown imports: every requirement counts as imported), times ``EXACT_FACTOR`` for an exact pin."""
+    out = []
+    for i, req in enumerate(declared):
+        r = _parse(req)
+        name = canonicalize_name(r.name) if r is not None else req
+        kind = kind_of(name)
+        used = imported is None or name in imported
+        exact = exact_version(req) is not None
+        weight = KIND_WEIGHT.get(kind, 3) * (IMPORTED_FACTOR if used else 1) * (EXACT_FACTOR if exact else 1)
+        evidence = "; ".join((("imported by the code" if imported is not None else "imports unknown")
+                              if used else "declared, never imported",
+                              "an exact pin" if exact else "a range" if r is not None and r.specifier else "a name",
+                              {"harness": "a benchmark harness", "tooling": "tooling"}.get(kind, "a model package")))
+        out.append(Constraint(i, req, name, weight, evidence, ladder(req)))
+    return tuple(out)
+
+
+def distance(declared: str | None, locked: str | None) -> str:
+    """How far a locked version is from a declared exact one."""
+    if not locked:
+        return "dropped"
+    if not declared:
+        return "not pinned"
+    try:
+        a, b = Version(declared), Version(locked)
+    except InvalidVersion:
+        return "same release" if declared == locked else "other major"
+    if Version(a.public) == Version(b.public):
+        return "same release"
+    if a.release[:2] == b.release[:2]:
+        return "same minor"
+    if a.release[:1] == b.release[:1]:
+        return "same major"
+    return "other major"
+
+
+# --------------------------------------------------------------------------- the search
+
+class _Spent(Exception):
+    pass
+
+
+@dataclass
+class _Asker:
+    oracle: Oracle
+    budget: int
+    log: list[Query] = field(default_factory=list)
+    answers: dict[tuple[tuple[str, ...], str], Answer] = field(default_factory=dict)
+
+    def __call__(self, reqs: Sequence[str], python: str) -> Answer:
+        key = (tuple(reqs), python)
+        if key in self.answers:
+            return self.answers[key]
+        if len(self.log) >= self.budget:
+            raise _Spent()
+        a = self.oracle(key[0], python)
+        self.answers[key] = a
+        self.log.append(Query(key[0], python, a.ok, a.known))
+        return a
+
+
+def minimal_failing(items: Sequence[str], fails: Callable[[Sequence[str]], bool]) -> list[str]:
+    """A small subset of ``items`` that still ``fails`` (``fails(items)`` must hold): halves while a
+    half fails on its own, then removes single items that are not needed (delta debugging, ddmin's
+    one-minimal result for the usual case of one or two culprits)."""
+    cur = list(items)
+    while len(cur) > 1:
+        half = len(cur) // 2
+        a, b = cur[:half], cur[half:]
+        if fails(a):
+            cur = a
+        elif fails(b):
+            cur = b
+        else:
+            break
+    i = 0
+    while len(cur) > 1 and i < len(cur):
+        rest = cur[:i] + cur[i + 1:]
+        if fails(rest):
+            cur = rest
+        else:
+            i += 1
+    return cur
+
+
+def search(declared: Sequence[str], *, oracle: Oracle, pythons: Sequence[str],
+           imported: frozenset[str] | None = None, kind_of: Callable[[str], str] = lambda _n: "model",
+           hint: Sequence[str] = (), budget: int = DEFAULT_BUDGET, first: Answer | None = None) -> Outcome:
+    """The search of the module docstring. ``pythons``: the CPythons to try, in order of preference
+    (the first is the target's own); ``hint``: names a resolver's explanation mentions (only
+    ordering); ``first``: the answer for ``declared`` on ``pythons[0]`` already known (the failed
+    attempt that led here), so it is not asked again."""
+    if not pythons:
+        raise ValueError("the search needs at least one Python")
+    ask = _Asker(oracle, budget)
+    if first is not None:
+        ask.answers[(tuple(declared), pythons[0])] = first
+    cons = weigh(declared, imported, kind_of)
+    try:
+        return _search(tuple(declared), cons, ask, tuple(pythons), imported, hint)
+    except _Spent:
+        return Outcome(False, tuple(declared), pythons[0], queries=tuple(ask.log), spent=True,
+                       proof=f"the search's budget of {budget} resolver queries ran out before any relaxation of "
+                             "the declared set resolved")
+
+
+def _search(declared: tuple[str, ...], cons: tuple[Constraint, ...], ask: _Asker, pythons: tuple[str, ...],
+            imported: frozenset[str] | None, hint: Sequence[str]) -> Outcome:
+    own = pythons[0]
+    # 1. the declared set, Python by Python
+    for py in pythons:
+        a = ask(declared, py)
+        if a.ok:
+            why = "" if py == own else (f"every declared requirement resolves as declared on CPython {py}, not on "
+                                        f"{own}")
+            return Outcome(True, declared, py, (), tuple(ask.log), python_reason=why, versions=a.versions)
+    refused = ask(declared, own)
+    # 2. the fully relaxed set; unimported requirements that fail even by name are dropped
+    live = list(cons)
+    drops: list[Relaxation] = []
+    for _round in range(MAX_DROPS + 1):
+        bare = tuple(c.ladder[-1][1] for c in live)
+        where = next((py for py in pythons if ask(bare, py).ok), None)
+        if where is not None:
+            break
+        first_no = ask(bare, own)
+        if not first_no.known:
+            return Outcome(False, declared, own, tuple(drops), tuple(ask.log), culprits=(),
+                           proof="the resolver could not answer for the fully relaxed set (every requirement by its "
+                                 f"bare name) on CPython {own}: {_said(first_no.text)}")
+        by_text = {c.ladder[-1][1]: c for c in live}
+        culprit_reqs = minimal_failing(list(bare), lambda sub: not ask(tuple(sub), own).ok)
+        culprits = [by_text[t] for t in culprit_reqs]
+        droppable = [c for c in culprits if imported is not None and c.name not in imported]
+        if not droppable or len(drops) >= MAX_DROPS:
+            names = ", ".join(c.requirement for c in culprits)
+            alone = ask(tuple(culprit_reqs), own)
+            return Outcome(False, declared, own, tuple(drops), tuple(ask.log),
+                           culprits=tuple(c.name for c in culprits),
+                           proof=(f"even the fully relaxed set (every requirement by its bare name, nothing newer "
+                                  f"than the date bound) does not resolve on CPython {', '.join(pythons)}: "
+                                  f"{'these requirements by their names alone' if len(culprits) > 1 else 'this requirement by its name alone'} "
+                                  f"({names}) make it fail{' (the code imports them)' if imported is not None else ''}; "
+                                  f"the resolver said: {_said(alone.text)}"))
+        for c in droppable:
+            live.remove(c)
+            drops.append(Relaxation(c.name, c.requirement, "", "dropped", "", "dropped", _said(first_no.text),
+                                    len(ask.log), c.evidence))
+    else:  # pragma: no cover - the loop returns or breaks
+        raise AssertionError("unreachable")
+    assert where is not None
+    py = where
+    python_reason = "" if py == own else (f"no relaxation of the declared set resolves on CPython {own}; "
+                                          f"{py} is the first of the era's CPythons on which one does")
+    base = tuple(c.ladder[-1][1] for c in live)
+    best = (base, ask(base, py))
+    rung: dict[int, int] = {c.index: len(c.ladder) - 1 for c in live}  # constraint -> rung index
+
+    def current(over: Mapping[int, int] | None = None) -> tuple[str, ...]:
+        pick = {**rung, **(over or {})}
+        return tuple(c.ladder[pick[c.index]][1] for c in live)
+
+    # 3. keep: heaviest first, in chunks halved on failure; the hint proposes the first chunk
+    order = sorted((c for c in live if c.pinned), key=lambda c: (-c.weight, c.index))
+    hinted = {canonicalize_name(h) for h in hint}
+    kept: set[int] = set()
+    refusal: dict[int, str] = {}
+    try:
+        def add(chunk: list[Constraint]) -> None:
+            nonlocal best
+            if not chunk:
+                return
+            trial = current({c.index: 0 for c in chunk})
+            a = ask(trial, py)
+            if a.ok:
+                for c in chunk:
+                    rung[c.index] = 0
+                    kept.add(c.index)
+                best = (trial, a)
+                return
+            if len(chunk) == 1:
+                refusal[chunk[0].index] = a.text
+                return
+            half = len(chunk) // 2
+            add(chunk[:half])
+            add(chunk[half:])
+
+        proposed = [c for c in order if c.name not in hinted]
+        if hinted and proposed and len(proposed) < len(order):
+            # the names the resolver's words mention are left out first, the rest kept: one query
+            trial = current({c.index: 0 for c in proposed})
+            a = ask(trial, py)
+            if a.ok:
+                for c in proposed:
+                    rung[c.index] = 0
+                    kept.add(c.index)
+                best = (trial, a)
+                add([c for c in order if c.name in hinted])
+            else:  # the proposal was wrong: the plain order decides
+                add(order)
+        else:
+            add(order)
+        # 4. widen each constraint left out, heaviest first, to the narrowest rung that resolves
+        for c in order:
+            if c.index in kept:
+                continue
+            for i in range(1, len(c.ladder) - 1):
+                trial = current({c.index: i})
+                a = ask(trial, py)
+                if a.ok:
+                    rung[c.index] = i
+                    best = (trial, a)
+                    break
+        spent = False
+    except _Spent:
+        spent = True
+    reqs, answer = best
+    versions = dict(answer.versions)
+    out = list(drops)
+    for c in live:
+        i = rung[c.index]
+        if i == 0:
+            continue
+        after = c.ladder[i][1]
+        locked = versions.get(c.name, "")
+        out.append(Relaxation(c.name, c.requirement, after, c.ladder[i][0], locked,
+                              distance(exact_version(c.requirement), locked) if exact_version(c.requirement)
+                              else "not pinned", _said(refusal.get(c.index, "") or refused.text),
+                              len(ask.log), c.evidence))
+    return Outcome(True, reqs, py, tuple(out), tuple(ask.log), python_reason=python_reason, spent=spent,
+                   versions=versions)
+
+
+def _said(text: str, limit: int = 12) -> str:
+    """The resolver's explanation, trimmed to its first lines."""
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    return "\n".join(lines[:limit])
+
+
+_NAME = re.compile(r"\b([A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]|[A-Za-z0-9])\b")
+
+
+def hinted_names(text: str, declared: Sequence[str]) -> tuple[str, ...]:
+    """The declared distributions a resolver's explanation mentions (a proposal only: the search
+    leaves them out first and verifies)."""
+    names = {canonicalize_name(r.name) for req in declared if (r := _parse(req)) is not None}
+    said = {canonicalize_name(m.group(1)) for m in _NAME.finditer(text)}
+    return tuple(sorted(names & said))
+
+
+__all__ = ["Answer", "Constraint", "DEFAULT_BUDGET", "Oracle", "Outcome", "Query", "RULE", "Relaxation", "distance",
+           "exact_version", "hinted_names", "ladder", "minimal_failing", "search", "weigh"]

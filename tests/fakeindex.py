@@ -1,0 +1,85 @@
+"""A tiny index and an exact resolver over it: the oracle of the pin-search tests.
+
+``FakeIndex`` holds releases (name, version, the requirements of that release, the CPythons it has
+files for). ``resolve`` searches every combination by backtracking (the sets are small) and answers
+as a resolver would: a resolution, or no resolution with an explanation in the wording chosen by
+``words`` (tests prove the search's outcome does not depend on it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from pyrepro.pinsearch import Answer
+
+
+@dataclass(frozen=True)
+class Release:
+    name: str
+    version: str
+    requires: tuple[str, ...] = ()
+    pythons: frozenset[str] | None = None  # None: every CPython (a pure-Python wheel)
+
+
+def uv_words(culprits: Sequence[str]) -> str:
+    names = " and ".join(culprits) or "your requirements"
+    return ("  x No solution found when resolving dependencies:\n"
+            f"  `-> Because {names} cannot all hold, we can conclude that your requirements are unsatisfiable.\n")
+
+
+def odd_words(culprits: Sequence[str]) -> str:
+    return "resolver says: nope\n(no details given)\n"
+
+
+@dataclass
+class FakeIndex:
+    releases: list[Release] = field(default_factory=list)
+    words: Callable[[Sequence[str]], str] = uv_words
+    asked: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
+
+    def add(self, name: str, version: str, *requires: str, pythons: Sequence[str] | None = None) -> FakeIndex:
+        self.releases.append(Release(canonicalize_name(name), version, tuple(requires),
+                                     frozenset(pythons) if pythons is not None else None))
+        return self
+
+    def candidates(self, name: str, python: str) -> list[Release]:
+        out = [r for r in self.releases if r.name == canonicalize_name(name)
+               and (r.pythons is None or python in r.pythons)]
+        return sorted(out, key=lambda r: Version(r.version), reverse=True)
+
+    def resolve(self, reqs: Sequence[str], python: str) -> dict[str, str] | None:
+        wanted = [Requirement(r) for r in reqs]
+
+        def go(todo: list[Requirement], chosen: dict[str, str]) -> dict[str, str] | None:
+            if not todo:
+                return chosen
+            r, rest = todo[0], todo[1:]
+            name = canonicalize_name(r.name)
+            if name in chosen:
+                if r.specifier.contains(chosen[name], prereleases=True):
+                    return go(rest, chosen)
+                return None
+            # every other requirement on this name already queued narrows it too
+            for rel in self.candidates(name, python):
+                if not r.specifier.contains(rel.version, prereleases=True):
+                    continue
+                got = go([*rest, *(Requirement(x) for x in rel.requires)], {**chosen, name: rel.version})
+                if got is not None:
+                    return got
+            return None
+
+        return go(wanted, {})
+
+    def __call__(self, reqs: tuple[str, ...], python: str) -> Answer:
+        self.asked.append((reqs, python))
+        got = self.resolve(reqs, python)
+        if got is not None:
+            return Answer(True, "", got)
+        names = sorted({canonicalize_name(Requirement(r).name) for r in reqs if any(s.operator for s in
+                                                                                     Requirement(r).specifier)})
+        return Answer(False, self.words(names))

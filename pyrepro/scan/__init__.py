@@ -12,8 +12,9 @@ Four stages, each with one door, joined by ``scan_path`` (in the manner of Fawlt
    a README's install commands and requirement lists (the folder's own README and its first-level
    folders'), though weaker than a declaration file (``weigh_commented``).
 3. ``classify(walked, facts, python)`` sets apart the standard library, the contribution's own
-   modules (resolved the way Python does: from the folders scripts run in and ``sys.path``
-   inserts, not from each importing file's folder) and Python 2 evidence.
+   modules (resolved the way Python 3 does: from the folders scripts run in, for them and the
+   files they import, and ``sys.path`` inserts; never from each importing file's folder, save a
+   Python 2 file's) and Python 2 evidence.
 4. ``resolve(classified, resolver)`` maps the rest to distributions (longest dotted prefix,
    namespace packages by their first non-namespace component) and sorts every import into one of
    three kinds: required, optional (``try/except ImportError``, ``TYPE_CHECKING``) and conditional
@@ -969,46 +970,114 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
     base = walked.base
     index = _LocalIndex(walked)
     entries = [e for f in facts for e in f.entry_points]
-    # Where Python resolves absolute imports from, by scope: a script (a notebook, an
-    # `if __name__ == "__main__"` file, a file nothing imports, a script a shell entry runs) makes
-    # its folder searched for the files at and below it; a sys.path insert that can be read
-    # without running anything adds its folder for the files at and below the inserting file's
-    # folder; the scanned folder is searched for every file. A leaderboard of many contributions
-    # therefore never lends one contribution's modules to another.
-    search: dict[str, list[str]] = {"": [""]}
+    # Where Python 3 resolves an absolute import of a file from: the folders on sys.path in the runs
+    # that execute the file, never a folder merely because it holds a file of that name
+    # (utils/matbench.py does not hide the real matbench from utils/bench.py unless a run puts
+    # utils/ on sys.path). The scanned folder, for every file (top-level scripts run there); the
+    # folder of a script run directly (a notebook, an `if __name__ == "__main__"` file, a file
+    # nothing imports, a script a shell entry runs), for that script; a sys.path insert that can be
+    # read without running anything, for the files at and below the inserting file's folder; and
+    # the folders of every run a file takes part in, for the files it imports, on and on (a run's
+    # sys.path is the same in every module it imports). A Python 2 file also finds its own folder's
+    # modules (implicit relative imports). A leaderboard of many contributions therefore never lends
+    # one contribution's modules to another.
+    scoped: dict[str, list[str]] = {}  # folder -> folders inserted for the files at and below it
+    runs: dict[str, list[str]] = {}  # file -> folders the runs executing it put on sys.path
 
-    def add(scope: str, key: str) -> None:
-        targets = search.setdefault(scope, [])
+    def add(table: dict[str, list[str]], at: str, key: str) -> None:
+        targets = table.setdefault(at, [])
         if key not in targets:
             targets.append(key)
 
     imported = {part for f in facts for imp in f.imports for part in (*imp.module.split("."), *imp.names)}
     packages = {rel.rpartition("/")[0] for rel in walked.all_files if rel.endswith("/__init__.py")}
     outside_inserts: dict[str, list[tuple[Location, str]]] = {}  # file -> its inserts of folders outside
+    py2_code: set[str] = set()
+    py3_code = False
     for f in facts:
         folder = f.source.rel.rpartition("/")[0]
-        if f.script or _unimported_script(f, imported, packages):
-            add(folder, folder)
+        if folder and (f.script or _unimported_script(f, imported, packages)):
+            add(runs, f.source.rel, folder)
         for loc, inserted in f.syspath:
             if "__file__" not in inserted:
                 key = index.folder_key(f"{folder}/{inserted}" if folder else inserted)
-                add(folder, key)
+                add(scoped, folder, key)
                 if key.startswith("/"):
                     outside_inserts.setdefault(f.source.rel, []).append((loc, inserted))
+        if f.python2 or any((top := imp.module.split(".")[0]) in py2_names and top not in stdlib for imp in f.imports):
+            py2_code.add(f.source.rel)
+        py3_code = py3_code or bool(f.python3)
+    if not py3_code and any(not _documentation(rel) for rel in py2_code):  # Python 2 code, all of it
+        py2_code = {f.source.rel for f in facts}
     for e in entries:
         shell_dir = e.location.path.rpartition("/")[0]
         for cand in (f"{shell_dir}/{e.script}" if shell_dir else e.script, e.script):
             if (base / cand).is_file():
                 key = index.folder_key(cand.rpartition("/")[0])
-                add(key if not key.startswith("/") else shell_dir, key)
+                if key.startswith("/"):
+                    add(scoped, shell_dir, key)
+                elif key:
+                    add(runs, index.folder_key(cand), key)
                 break
-    found: dict[tuple[str, str], str | None] = {}
 
-    def local_path(folder: str, top: str) -> str | None:
-        if (folder, top) not in found:
-            found[folder, top] = next((p for scope in _ancestors(folder) for key in search.get(scope, ())
-                                       if (p := index.lookup(key, top)) is not None), None)
-        return found[folder, top]
+    deeper_of: dict[str, list[str]] = {}
+
+    def deeper(rel: str) -> list[str]:
+        """The inserted folders a file sees beyond those every file sees (the scanned folder's own)."""
+        folder = rel.rpartition("/")[0]
+        if folder not in deeper_of:
+            deeper_of[folder] = [k for scope in _ancestors(folder) if scope for k in scoped.get(scope, ())]
+        return deeper_of[folder]
+
+    def folders_of(rel: str) -> tuple[str, ...]:
+        own = (rel.rpartition("/")[0],) if rel in py2_code else ()
+        return tuple(dict.fromkeys((*own, *runs.get(rel, ()), *deeper(rel), "", *scoped.get("", ()))))
+
+    def first(folders: Sequence[str], top: str, dotted: bool, rel: str = "") -> str | None:
+        for key in folders:
+            p = index.lookup(key, top)
+            # a module file holds no submodules (``from matbench.bench import ...`` in
+            # utils/matbench.py), and a file's import of its own name is not itself: the distribution
+            if p is not None and (p.endswith("/") or not (dotted or p == rel)):
+                return p
+        return None
+
+    found: dict[tuple[tuple[str, ...], str, bool], str | None] = {}
+
+    def local_path(rel: str, folders: tuple[str, ...], top: str, dotted: bool) -> str | None:
+        key = (folders, top, dotted)
+        if key not in found:
+            found[key] = first(folders, top, dotted)
+        p = found[key]
+        return first(folders, top, dotted, rel) if p == rel else p
+
+    by_rel = {f.source.rel: f for f in facts}
+    under: dict[str, list[str]] = {}  # a local package folder -> its files
+    names_of: dict[str, list[tuple[str, bool]]] = {}  # a file -> the names it imports beyond the standard library
+    todo = [rel for rel in by_rel if runs.get(rel) or deeper(rel)]
+    while todo:  # the folders of each run, to the files it imports
+        rel = todo.pop()
+        carried = [*runs.get(rel, ()), *deeper(rel)]
+        sys_path = folders_of(rel)
+        if rel not in names_of:
+            names_of[rel] = list(dict.fromkeys((top, "." in imp.module) for imp in by_rel[rel].imports
+                                               if (top := imp.module.split(".")[0]) not in stdlib))
+        for top, dotted in names_of[rel]:
+            p = local_path(rel, sys_path, top, dotted)
+            if p is None or p.startswith("/"):
+                continue
+            if p.endswith("/"):
+                if p not in under:
+                    under[p] = [r for r in by_rel if r.startswith(p)]
+                targets = under[p]
+            else:
+                targets = [p] if p in by_rel else []
+            for t in targets:
+                have = {*runs.get(t, ()), *deeper(t)}
+                new = [k for k in carried if k not in have]
+                if new:
+                    runs.setdefault(t, []).extend(new)
+                    todo.append(t)
 
     third: list[FoundImport] = []
     outside: dict[str, tuple[Location, str]] = {}
@@ -1027,6 +1096,7 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
         n_files += f.code
         n_lines += f.lines
         script_dir = (base / f.source.rel).parent
+        sys_path = folders_of(f.source.rel)
         for c in f.commands:
             if _is_runtime_tool(c.tool, script_dir):
                 tools.append(Tool(c.tool, " ".join(c.argv)[:200], c.location))
@@ -1049,7 +1119,7 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
                                               imp.optional or imp.marker is not None))
             if top in stdlib or top == "__future__":
                 continue
-            where = local_path(f.source.rel.rpartition("/")[0], top)
+            where = local_path(f.source.rel, sys_path, top, "." in imp.module)
             if where is not None:
                 entry = local_locs.setdefault(top, (where, []))
                 entry[1].append(imp.location)

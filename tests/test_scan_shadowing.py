@@ -148,3 +148,16 @@ def test_scan__a_sibling_named_like_a_distribution__local_only_to_python_2_code(
         assert local_of(out)["matbench"] == "pkg/matbench.py" and "matbench" not in out["required"]
     else:
         assert "matbench" in out["required"] and "matbench" not in local_of(out)
+
+
+def test_scan__a_script_named_like_a_part_of_a_third_party_import__still_a_script(
+        write_files: Write, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """JARVIS-Leaderboard's benchmarks/.../transform.py is run directly (no main guard) and imports
+    its sibling format_data; kgcnn's ``kgcnn.data.transform`` elsewhere imports no file of the tree."""
+    out = scan_json(write_files({
+        "run.py": "from kgcnn.data.transform.scaler.standard import StandardScaler\n",
+        "prep/transform.py": "from format_data import prepare\nprepare()\n",
+        "prep/format_data.py": "def prepare():\n    pass\n\nif __name__ == '__main__':\n    prepare()\n",
+    }, tmp_path / "sub"), capsys)
+    assert local_of(out)["format_data"] == "prep/format_data.py"
+    assert not any("not in a folder Python imports from" in w for w in out["warnings"])

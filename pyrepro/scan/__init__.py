@@ -948,9 +948,9 @@ def _self_package_paths(key: str, occ: Sequence[FoundImport], classified: Classi
 
 
 def _unimported_script(f: FileFacts, imported: set[str], packages: set[str]) -> bool:
-    """A ``.py`` file outside any package whose name no file imports is run as a script
-    (``python run.py``), so its folder is where its absolute imports resolve from. When in
-    doubt (the name is imported somewhere), it is not."""
+    """A ``.py`` file outside any package whose name no file imports (``imported``: the names in
+    imports of the tree's own modules) is run as a script (``python run.py``), so its folder is
+    where its absolute imports resolve from. When in doubt (the name is imported somewhere), it is not."""
     if f.source.kind != "python":
         return False
     folder, _, name = f.source.rel.rpartition("/")
@@ -989,7 +989,11 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
         if key not in targets:
             targets.append(key)
 
-    imported = {part for f in facts for imp in f.imports for part in (*imp.module.split("."), *imp.names)}
+    # the names a file of the tree may be imported by: the parts of imports that start at a module
+    # the tree defines (``kgcnn.data.transform`` imports no transform.py of the tree's)
+    tree_modules = _tree_modules(walked.all_files)
+    imported = {part for f in facts for imp in f.imports if imp.module.split(".")[0] in tree_modules
+                for part in (*imp.module.split("."), *imp.names)}
     packages = {rel.rpartition("/")[0] for rel in walked.all_files if rel.endswith("/__init__.py")}
     outside_inserts: dict[str, list[tuple[Location, str]]] = {}  # file -> its inserts of folders outside
     py2_code: set[str] = set()
@@ -1159,7 +1163,7 @@ def classify(walked: Walked, facts: Sequence[FileFacts], python: str) -> Classif
     api = tuple(sorted((ApiUse(name, eras[name][0], eras[name][1], eras[name][2], where, removed=eras[name][3])
                         for f in facts for name, where in f.api_uses if name in eras),
                        key=lambda u: _loc_key(u.location)))
-    return Classified(tuple(third), local, _tree_modules(walked.all_files),
+    return Classified(tuple(third), local, tree_modules,
                       tuple(python2), tuple(warnings), tuple(tools), tuple(entries), tuple(declared), n_files, n_lines,
                       tuple(uses), tuple(unreadable), "__init__.py" in walked.all_files, api, tuple(python3),
                       outside)

@@ -96,6 +96,16 @@ def settled_pythons(day: dt.date | None) -> list[str]:
     return settled or [v for v, released in RELEASES if released <= day]
 
 
+def era_pythons(python: str, day: dt.date | None, *, limit: int = 3) -> tuple[str, ...]:
+    """The other CPython minors a lock may move a submission to when it states no Python (the pin
+    search's Python variable, ``pyrepro.pinsearch``), nearest first: the minors older than
+    ``python`` that were out on ``day`` and whose end of life was not a year or more before it
+    (undated: the older ones), at most ``limit``."""
+    older = [v for v, released in RELEASES if version_key(v) < version_key(python)
+             and (day is None or (released <= day and END_OF_LIFE[v] + dt.timedelta(days=365) > day))]
+    return tuple(reversed(older))[:limit]
+
+
 @dataclass(frozen=True)
 class Interpreter:
     path: Path

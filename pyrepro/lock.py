@@ -39,7 +39,7 @@ from typing import Any
 import tomlkit
 from packaging.utils import canonicalize_name
 
-from pyrepro import lockplan, piplock, proc, relax, uvtool
+from pyrepro import lockplan, pinsearch, piplock, proc, relax, uvtool
 from pyrepro.errors import (
     InputError,
     NetworkError,
@@ -48,7 +48,7 @@ from pyrepro.errors import (
     ResolutionError,
 )
 from pyrepro.fsutil import atomic_write_text
-from pyrepro.interpreters import lock_range
+from pyrepro.interpreters import era_pythons, lock_range
 from pyrepro.lockplan import MAX_STEPS, STRATEGIES, Strategy  # noqa: F401  (re-exported)
 from pyrepro.lockrecord import (  # noqa: F401  (re-exported: the record lives in pyrepro/lockrecord.py)
     CATEGORIES,
@@ -57,6 +57,7 @@ from pyrepro.lockrecord import (  # noqa: F401  (re-exported: the record lives i
     Attempt,
     Drift,
     LockOutcome,
+    SearchRecord,
     _ml,
     _pdm_version,
     _tbl,
@@ -92,7 +93,7 @@ from pyrepro.pdmrun import (  # noqa: F401
 from pyrepro.proc import Runner
 from pyrepro.progress import NULL_PROGRESS, Progress, output_detail
 from pyrepro.registry import ModelSpec
-from pyrepro.resolve import dummy_reason
+from pyrepro.resolve import dummy_reason, requirement_kind
 from pyrepro.types import Location
 
 AUTO_REASON = "auto-relaxed by pyrepro lock"
@@ -144,6 +145,9 @@ class LockRequest:
     #: what earlier relaxations and repairs left in model.toml (auto-relaxed pins, dropped names):
     #: a lock of that set is not the submission's as declared (category 2 at least)
     carried: tuple[str, ...] = ()
+    #: the other CPythons the pin search may move the lock to (nearest first): the submission's era
+    #: when it states no Python; () : the Python stays
+    pythons: tuple[str, ...] = ()
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> LockRequest:
@@ -158,9 +162,12 @@ class LockRequest:
         imported = frozenset(relax.req_name(r) for r in spec.dependencies.scanned)
         carried = tuple(f"{p.name}{p.spec}" for p in spec.dependencies.pins if p.reason.startswith(AUTO_REASON)) + \
             tuple(f"{d} dropped" for d in spec.dependencies.dropped)
+        from pyrepro.evidence import NO_EVIDENCE
+
+        free = (spec.python_reason or "").startswith(NO_EVIDENCE) and not piplock.targets_pip(spec.python)
         return cls(name=spec.name, project_dir=spec.dir, python=spec.python, submitted=spec.submitted,
                    overrides=reviewed, fidelity=tuple(fidelity), model_toml=spec.path, imported=imported,
-                   carried=carried)
+                   carried=carried, pythons=era_pythons(spec.python, spec.submitted) if free else ())
 
 
 # --------------------------------------------------------------------------- pyproject / hash
@@ -475,7 +482,8 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     era = _bound(req.submitted)  # pip reads a date-bounded view of the index (pyrepro.dateindex)
     # uv (--exclude-newer-package) and pip's date-bounded view of the index take a bound per project
     sit = lockplan.start(declared, first=start, era_bound=era, imported=req.imported,
-                         per_package=by_pip or (uv_first and uvtool.uv_executable() is not None))
+                         per_package=by_pip or (uv_first and uvtool.uv_executable() is not None),
+                         search=not by_pip and uvtool.uv_executable() is not None)
     t0 = time.monotonic()
 
     lock_env: list[Path] = []
@@ -593,6 +601,36 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
         return lockplan.Tried(move.strategy, rs, move.bound, run.ok, problems, error,
                               resolver="uv" if move.resolver == "uv" or (first and run.ok) else "pdm")
 
+    searches: list[SearchRecord] = []
+
+    def run_search(move: lockplan.Search) -> pinsearch.Outcome:
+        """The pin search (``pyrepro.pinsearch``) with uv as the oracle, under the move's bound, on
+        the lock's Python and, when the submission states none, its era's others."""
+        pythons = (req.python, *(req.pythons if persist is not None else ()))
+        t_s = time.monotonic()
+        progress.advance(label, 1, f"pin search: {len(move.requirements)} declared constraints, uv as the oracle "
+                                   f"(CPython {', '.join(pythons)})")
+        cache = uvtool.uv_cache(cache_dir())
+
+        def oracle(reqs: tuple[str, ...], py: str) -> pinsearch.Answer:
+            left = SEARCH_SECONDS - (time.monotonic() - t_s)
+            progress.advance(label, 0, f"pin search: asking uv about {len(reqs)} requirements on CPython {py}")
+            return uvtool.ask(reqs, py, move.bound, runner=runner, cache=cache,
+                              timeout=max(5.0, min(uvtool.UV_PRECHECK_TIMEOUT, left)),
+                              interpreter=uv_python() if py == req.python else None,
+                              package_bounds=sit.package_bounds if move.bound else ())
+
+        result = pinsearch.search(move.requirements, oracle=oracle, pythons=pythons, imported=req.imported,
+                                 kind_of=requirement_kind, hint=pinsearch.hinted_names(move.error, move.requirements),
+                                 time_left=lambda: SEARCH_SECONDS - (time.monotonic() - t_s))
+        said = (f"{len(result.relaxations)} constraints relaxed" if result.ok else "no relaxation resolves")
+        searches.append(SearchRecord(
+            result.ok, result.python, pythons, result.count, time.monotonic() - t_s, move.bound, result.proof,
+            result.culprits, tuple(f"{r.before} -> {r.after or '(dropped)'} ({r.rung}; locked {r.locked or '-'}: "
+                                   f"{r.distance})" for r in result.relaxations), result.spent))
+        progress.advance(label, 0, f"pin search: {said} in {result.count} queries")
+        return result
+
     while True:
         move = lockplan.next_move(sit)
         if isinstance(move, lockplan.LookUp):
@@ -607,6 +645,15 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             sit = sit.learn(
                 versions=lookup_versions(move.versions, req.python, runner=runner) if move.versions else None,
                 uploaded={(n, v): upload_date(n, v, runner=runner) for n, v in move.uploads}, guides=guides)
+            continue
+        if isinstance(move, lockplan.Search):
+            sit = sit.found(run_search(move))
+            moved = sit.searched
+            if moved is not None and moved.ok and moved.python != req.python and persist is not None:
+                progress.finish(label, f"the pin search moved the Python to {moved.python}")
+                return _on_other_python(req, moved, lockplan.search_steps(sit, moved), attempts, searches,
+                                        runner=runner, progress=progress, start=start, timeout=timeout,
+                                        aarch64=aarch64, persist=persist, now=now, uv_first=uv_first)
             continue
         if isinstance(move, lockplan.Try):
             sit = sit.after(move, attempt(move))
@@ -630,7 +677,8 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                f"steps; {why}); last error:\n{last.error if last else '(none)'}")
         outcome = LockOutcome(req.name, 4, None, tuple(attempts), tuple(steps), (), req.fidelity,
                               req.overrides, reqs, seconds, req.python,
-                              exclude_newer=bound_for_relax, record_path=record_path, message=msg)
+                              exclude_newer=bound_for_relax, record_path=record_path, message=msg,
+                              searches=tuple(searches))
         atomic_write_text(record_path, render_record(outcome, stamp))
         progress.finish(label, "category 4 (failed)")
         return outcome
@@ -696,7 +744,8 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
         reqs, seconds, req.python, targets, len(locked), new_hash,
         _bound(req.submitted) if strategy == "date-bounded"
         else bound_for_relax if strategy == "relaxed" else None, lock_path, record_path,
-        f"{req.name}: category {category} ({CATEGORIES[category]}) by {strategy}, {len(locked)} packages")
+        f"{req.name}: category {category} ({CATEGORIES[category]}) by {strategy}, {len(locked)} packages",
+        searches=tuple(searches))
     atomic_write_text(lock_path, result.lock_text)
     atomic_write_text(record_path, render_record(outcome, stamp))
     progress.finish(label, f"category {category} ({strategy}, {seconds:.0f} s)")
@@ -705,6 +754,36 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
 
 #: why a lock was made from uv's resolution first (``lock_request``'s ``uv_first``)
 UV_FIRST_WHY = "uv first, within the reproduction's time budget"
+#: seconds one pin search may spend asking uv (its queries are budgeted too: pinsearch.DEFAULT_BUDGET)
+SEARCH_SECONDS = 150.0
+
+
+def _on_other_python(req: LockRequest, found: pinsearch.Outcome, steps: Sequence[relax.Step],
+                     before: Sequence[Attempt], searches: Sequence[SearchRecord], *, runner: Runner, progress: Progress,
+                     start: Strategy, timeout: float, aarch64: bool,
+                     persist: Callable[[LockRequest, Sequence[relax.Step]], None],
+                     now: Callable[[], dt.datetime] | None, uv_first: bool) -> LockOutcome:
+    """The pin search found that the declared set (or its relaxation ``steps``) resolves on another
+    CPython of the submission's era, which states none: the Python and the relaxation go into
+    model.toml (the pyproject is regenerated), and the lock is made for that Python. The outcome
+    carries the attempts before the move and the search's steps."""
+    reason = (f"{found.python}: {found.python_reason} (rule pin-search-python, {found.count} resolver queries; "
+              f"before: {req.python})")
+    persist_python(req, found.python, reason)
+    moved = replace(req, python=found.python, pythons=(),
+                    fidelity=(*req.fidelity, f"Python {req.python} -> {found.python}: {found.python_reason} (the pin "
+                                             "search)"))
+    if steps:
+        persist(moved, steps)
+    out = lock_request(moved, runner=runner, progress=progress, start=start, timeout=timeout, aarch64=aarch64,
+                       persist=persist, now=now, uv_first=uv_first)
+    out = replace(out, attempts=(*before, *out.attempts), steps=(*steps, *out.steps),
+                  searches=(*searches, *out.searches),
+                  category=max(out.category, 2) if out.category != 4 else 4)
+    if out.record_path is not None:
+        stamp = (now or (lambda: dt.datetime.now(dt.UTC)))().replace(microsecond=0)
+        atomic_write_text(out.record_path, render_record(out, stamp))
+    return out
 
 
 def _index() -> Any:

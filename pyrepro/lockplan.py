@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from pyrepro import relax
+from pyrepro import pinsearch, relax
 from pyrepro.uvtool import Guide
 
 Strategy = Literal["as-declared", "date-bounded", "relaxed", "reused"]
@@ -47,7 +47,7 @@ TO_IMPORTED_RULE = "freeze-to-imported"
 # relaxation steps that do not count toward MAX_STEPS: a dropped name the index lacks, the pins of a
 # guided resolution (one per requirement, taken together once), and a pin moving past releases whose
 # metadata no longer parses (forced, and only ever upwards: pandas 0.23.4 to 0.25.0 took four)
-UNCOUNTED_RULES = frozenset({"not-on-index", GUIDED_RULE, "valid-metadata", TO_IMPORTED_RULE})
+UNCOUNTED_RULES = frozenset({"not-on-index", GUIDED_RULE, "valid-metadata", TO_IMPORTED_RULE, pinsearch.RULE})
 #: a declaration at least this long, mostly (two thirds) of distributions the code never imports,
 #: is a freeze: the rule applies after half the steps, not all of them
 FREEZE_SIZE = 30
@@ -105,6 +105,16 @@ class LookUp:
 
 
 @dataclass(frozen=True)
+class Search:
+    """Search over the declared constraints with the resolver as the oracle (``pyrepro.pinsearch``),
+    for ``requirements`` under ``bound``; ``error``: the failed attempt's words (a hint only)."""
+
+    requirements: tuple[str, ...]
+    bound: str | None
+    error: str = ""
+
+
+@dataclass(frozen=True)
 class Locked:
     attempt: Tried
 
@@ -114,7 +124,7 @@ class GiveUp:
     reason: str
 
 
-Move = Try | LookUp | Locked | GiveUp
+Move = Try | LookUp | Search | Locked | GiveUp
 
 
 @dataclass(frozen=True)
@@ -136,6 +146,10 @@ class Situation:
     #: moved the bound of all from 2015 to 2018, and Theano 1.0 came in beside Lasagne 0.1)
     per_package: bool = False
     package_bounds: tuple[tuple[str, str], ...] = ()  # (project, day), day after its first upload
+    #: the pin search may run (a Python 3 target and uv to ask): it takes the place of the
+    #: per-message relaxation rules, which act only after it (or where it could not answer)
+    search: bool = False
+    searched: pinsearch.Outcome | None = None
 
     @property
     def requirements(self) -> tuple[str, ...]:
@@ -161,6 +175,10 @@ class Situation:
         return replace(self, tried=(*self.tried, tried), steps=steps, bound_moves=moves, facts=facts,
                        package_bounds=move.package_bounds or self.package_bounds)
 
+    def found(self, outcome: pinsearch.Outcome) -> Situation:
+        """The pin search's outcome."""
+        return replace(self, searched=outcome)
+
     def learn(self, versions: Mapping[str, tuple[str, ...]] | None = None,
               uploaded: Mapping[tuple[str, str], dt.date | None] | None = None,
               guides: Mapping[tuple[str, ...], Guide] | None = None) -> Situation:
@@ -173,14 +191,15 @@ class Situation:
 
 
 def start(declared: Sequence[str], *, first: Strategy = "as-declared", era_bound: str | None = None,
-          imported: frozenset[str] | None = None, per_package: bool = False) -> Situation:
+          imported: frozenset[str] | None = None, per_package: bool = False, search: bool = False) -> Situation:
     """The situation before any attempt: the strategies from ``first`` on (``date-bounded``
     only when the submission date is known). ``per_package``: the resolver takes bounds per
     project (``Situation.per_package``)."""
     if first not in STRATEGIES:
         raise ValueError(f"unknown strategy {first!r}")
     order = tuple(s for s in STRATEGIES[STRATEGIES.index(first):] if s != "date-bounded" or era_bound)
-    return Situation(tuple(declared), order, era_bound, facts=relax.Facts(imported=imported), per_package=per_package)
+    return Situation(tuple(declared), order, era_bound, facts=relax.Facts(imported=imported), per_package=per_package,
+                     search=search)
 
 
 def direct_not_found(problems: Sequence[relax.Problem], reqs: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -268,7 +287,49 @@ def counted_steps(steps: Sequence[relax.Step]) -> list[relax.Step]:
 
 
 def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
-    """The one next thing to do (see the module docstring)."""
+    """The one next thing to do (see the module docstring). With ``Situation.search``, the pin
+    search comes before any per-message rule, and before a give-up: a lock ends in failure only
+    after the search found no relaxation that resolves (its proof is the give-up's reason)."""
+    move = _next_move(s, max_steps=max_steps)
+    if isinstance(move, Try) and move.strategy == "relaxed" and move.step is not None and s.search \
+            and s.searched is None and s.tried and not s.tried[-1].ok and move.step.rule in SEARCH_REPLACES:
+        return Search(s.requirements, s.relax_bound, s.tried[-1].error)
+    if isinstance(move, GiveUp) and s.search and s.tried and s.searched is None:
+        return Search(s.requirements, s.relax_bound, s.tried[-1].error)
+    if isinstance(move, GiveUp) and s.searched is not None:
+        if not s.searched.ok:
+            return GiveUp(f"{move.reason}; the pin search: {s.searched.proof}")
+        return GiveUp(f"{move.reason}; the pin search's set resolved for uv ({s.searched.count} queries) "
+                      "but did not lock")
+    return move
+
+
+#: the per-message rules the pin search takes the place of: the ones that read which declared
+#: constraints conflict out of a resolver's wording and widen or drop one. The others act first: they
+#: change a name or a version the index does not have (rename, nearest-release, not-on-index), move
+#: past metadata that no longer parses, or act on a failed build or a refused Python.
+SEARCH_REPLACES = frozenset({"nearest-compatible", "widen-conflict", "unimported-unavailable", "unbuildable-unpin"})
+
+
+def search_steps(s: Situation, outcome: pinsearch.Outcome, trigger: str = "") -> tuple[relax.Step, ...]:
+    """The pin search's relaxations as relaxation steps (rule ``pin-search``), one per constraint
+    that moved, each with the requirement set after it."""
+    cur = list(s.requirements)
+    out: list[relax.Step] = []
+    for r in outcome.relaxations:
+        if r.before not in cur:
+            continue
+        i = cur.index(r.before)
+        if r.after:
+            cur[i] = r.after
+        else:
+            del cur[i]
+        out.append(relax.Step(pinsearch.RULE, r.name, r.before, r.after, r.reason(outcome.count), tuple(cur),
+                              trigger=r.explanation or trigger))
+    return tuple(out)
+
+
+def _next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
     if s.tried and s.tried[-1].ok:
         return Locked(s.tried[-1])
     done = {t.strategy for t in s.tried}
@@ -328,6 +389,11 @@ def next_move(s: Situation, *, max_steps: int = MAX_STEPS) -> Move:
         moved = later_bound(problems, reqs, bound, s.uploaded)
         if moved is not None and moved[0] not in {b for b, _ in s.bound_moves}:
             return Try("relaxed", reqs, moved[0], bound_note=f"date bound {bound} -> {moved[0]}: {moved[1]}")
+    found = s.searched
+    if found is not None and found.ok and found.relaxations and not any(st.rule == pinsearch.RULE for st in s.steps):
+        steps = search_steps(s, found, "\n".join(s.tried[-1].error.splitlines()[-8:]))
+        if steps and not any(t.requirements == steps[-1].requirements and t.bound == bound for t in s.tried):
+            return Try("relaxed", steps[-1].requirements, bound, step=steps[-1], pins=steps[:-1])
     names = tuple(n for n in relax.packages_to_look_up(problems, reqs) if n not in s.facts.versions)
     if names:
         return LookUp(versions=names)
@@ -541,6 +607,9 @@ def _guided(s: Situation, why: str) -> Move:
 
 
 __all__ = [
+    "SEARCH_REPLACES",
+    "Search",
+    "search_steps",
     "GUIDED_RULE",
     "MAX_SERIES_DESCENT",
     "SERIES_RULE",

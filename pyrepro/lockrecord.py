@@ -78,6 +78,27 @@ UV_LOCKED = "locked from uv's resolution"
 
 
 @dataclass(frozen=True)
+class SearchRecord:
+    """What a pin search (``pyrepro.pinsearch``) did, for the lock record's ``[search]`` table."""
+
+    ok: bool
+    python: str
+    pythons: tuple[str, ...]
+    queries: int
+    seconds: float
+    bound: str | None
+    proof: str = ""
+    culprits: tuple[str, ...] = ()
+    relaxed: tuple[str, ...] = ()  # "name before -> after (rung; locked V: distance)"
+    spent: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return {"ok": self.ok, "python": self.python, "pythons": list(self.pythons), "queries": self.queries,
+                "seconds": round(self.seconds, 1), "bound": self.bound, "proof": self.proof,
+                "culprits": list(self.culprits), "relaxed": list(self.relaxed), "spent": self.spent}
+
+
+@dataclass(frozen=True)
 class LockOutcome:
     name: str
     category: int
@@ -97,6 +118,7 @@ class LockOutcome:
     lock_path: Path | None = None
     record_path: Path | None = None
     message: str = ""
+    searches: tuple[SearchRecord, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -120,6 +142,7 @@ class LockOutcome:
             "lock": str(self.lock_path) if self.lock_path else None,
             "record": str(self.record_path) if self.record_path else None,
             "message": self.message,
+            "searches": [x.to_json() for x in self.searches],
             # a new lock is confirmed by the first environment built from it (lock.toml [built])
             "confirmed": False if self.ok else None,
         }
@@ -150,6 +173,11 @@ def render_record(o: LockOutcome, stamp: dt.datetime) -> str:
     doc["content_hash"] = o.content_hash
     doc["requirements"] = _ml(o.requirements)
     doc["drift"] = _ml([str(d) for d in o.drift])
+    # how far each declared exact pin moved (issue 42): same release / same minor / same major / dropped
+    from pyrepro.pinsearch import distance
+
+    doc["pins_moved"] = _ml([f"{d.package} {d.declared} -> {d.locked}: "
+                             f"{distance(d.declared, d.locked if d.locked[:1].isdigit() else '')}" for d in o.drift])
     doc["fidelity"] = _ml(o.fidelity)
     if o.message and o.category == 4:
         doc["message"] = tomlkit.string(o.message, multiline=True)
@@ -166,7 +194,11 @@ def render_record(o: LockOutcome, stamp: dt.datetime) -> str:
         if a.error:
             t["error"] = tomlkit.string(a.error, multiline=True)
         attempts.append(t)
-    tables = {"overrides": overrides, "steps": steps, "attempts": attempts}
+    searches = [{"ok": x.ok, "python": x.python, "pythons": list(x.pythons), "queries": x.queries,
+                 "seconds": round(x.seconds, 1), **({"bound": x.bound} if x.bound else {}),
+                 **({"proof": tomlkit.string(x.proof, multiline=True)} if x.proof else {}),
+                 "culprits": list(x.culprits), "relaxed": list(x.relaxed), "spent": x.spent} for x in o.searches]
+    tables = {"overrides": overrides, "steps": steps, "attempts": attempts, "searches": searches}
     # Empty lists are plain keys; they must come before the first array of tables, or
     # tomlkit hoists them above the header comment.
     for key, rows in tables.items():

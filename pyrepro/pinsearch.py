@@ -252,6 +252,7 @@ class _Spent(Exception):
 class _Asker:
     oracle: Oracle
     budget: int
+    time_left: Callable[[], float] | None = None
     log: list[Query] = field(default_factory=list)
     answers: dict[tuple[tuple[str, ...], str], Answer] = field(default_factory=dict)
 
@@ -259,7 +260,7 @@ class _Asker:
         key = (tuple(reqs), python)
         if key in self.answers:
             return self.answers[key]
-        if len(self.log) >= self.budget:
+        if len(self.log) >= self.budget or (self.time_left is not None and self.time_left() <= 0):
             raise _Spent()
         a = self.oracle(key[0], python)
         self.answers[key] = a
@@ -293,14 +294,16 @@ def minimal_failing(items: Sequence[str], fails: Callable[[Sequence[str]], bool]
 
 def search(declared: Sequence[str], *, oracle: Oracle, pythons: Sequence[str],
            imported: frozenset[str] | None = None, kind_of: Callable[[str], str] = lambda _n: "model",
-           hint: Sequence[str] = (), budget: int = DEFAULT_BUDGET, first: Answer | None = None) -> Outcome:
+           hint: Sequence[str] = (), budget: int = DEFAULT_BUDGET, first: Answer | None = None,
+           time_left: Callable[[], float] | None = None) -> Outcome:
     """The search of the module docstring. ``pythons``: the CPythons to try, in order of preference
     (the first is the target's own); ``hint``: names a resolver's explanation mentions (only
     ordering); ``first``: the answer for ``declared`` on ``pythons[0]`` already known (the failed
-    attempt that led here), so it is not asked again."""
+    attempt that led here), so it is not asked again; ``time_left``: seconds the search may still
+    spend (a spent budget of queries or time ends it as ``Outcome.spent``)."""
     if not pythons:
         raise ValueError("the search needs at least one Python")
-    ask = _Asker(oracle, budget)
+    ask = _Asker(oracle, budget, time_left)
     if first is not None:
         ask.answers[(tuple(declared), pythons[0])] = first
     cons = weigh(declared, imported, kind_of)
@@ -308,8 +311,8 @@ def search(declared: Sequence[str], *, oracle: Oracle, pythons: Sequence[str],
         return _search(tuple(declared), cons, ask, tuple(pythons), imported, hint)
     except _Spent:
         return Outcome(False, tuple(declared), pythons[0], queries=tuple(ask.log), spent=True,
-                       proof=f"the search's budget of {budget} resolver queries ran out before any relaxation of "
-                             "the declared set resolved")
+                       proof=f"the search's budget ({budget} resolver queries, or its time) ran out after "
+                             f"{len(ask.log)} queries, before any relaxation of the declared set resolved")
 
 
 def _search(declared: tuple[str, ...], cons: tuple[Constraint, ...], ask: _Asker, pythons: tuple[str, ...],

@@ -252,6 +252,19 @@ def dev_tool_reason(dist: str) -> str | None:
     return str(reason) if reason else None
 
 
+def requirement_kind(dist: str) -> str:
+    """What a declared distribution is to the submission, for the pin search's weights: "harness"
+    (a benchmark's harness, the [harnesses] table), "tooling" ([tooling] and [dev_tools]), else
+    "model" (the model's own packages and what they need)."""
+    key = canonicalize_name(dist)
+    table = _table()
+    if key in table.get("harnesses", {}):
+        return "harness"
+    if key in table.get("tooling", {}) or key in table.get("dev_tools", {}):
+        return "tooling"
+    return "model"
+
+
 def group_key(module: str) -> str:
     """The part of a dotted module name that decides its distribution when no table entry does:
     the top-level name, or for namespace packages the first non-namespace component."""

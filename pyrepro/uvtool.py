@@ -23,6 +23,7 @@ from pathlib import Path
 from pyrepro.errors import ExternalToolError, MissingToolError
 from pyrepro.interpreters import first_patch
 from pyrepro.pdmrun import build_tool_overrides
+from pyrepro.pinsearch import Answer
 from pyrepro.proc import Runner
 from pyrepro.relax import req_name
 
@@ -153,6 +154,29 @@ def guide(requirements: Sequence[str], python: str, bound: str | None, *, runner
         reqs = [r for r in reqs if r not in left]
     lines = [ln for ln in text.splitlines() if ln.strip()]
     return Guide((), "\n".join(lines[-8:]) or f"uv pip compile exited {code}")
+
+
+def ask(requirements: Sequence[str], python: str, bound: str | None, *, runner: Runner, cache: Path,
+        uv: str | None = None, timeout: float = UV_PRECHECK_TIMEOUT, interpreter: str | None = None,
+        package_bounds: Sequence[tuple[str, str]] = ()) -> Answer:
+    """One query of the pin search's oracle (``pyrepro.pinsearch``): does ``requirements`` resolve for
+    CPython ``python`` on linux x86_64 with nothing uploaded on or after ``bound``, and no
+    pre-release unless a requirement names one (``--prerelease explicit``)? An answer is known when
+    uv resolved (exit 0) or found that there is no resolution; a timeout, a failed sdist build or a
+    missing uv is an unknown answer, with uv's words."""
+    uv = uv or uv_executable()
+    if uv is None:
+        return Answer(False, "uv is not installed (pip install uv, or set PYREPRO_UV)", known=False)
+    text, code, out = _compile(uv, list(requirements), python, bound, runner=runner, cache=cache, timeout=timeout,
+                               extra=("--prerelease", "explicit"), interpreter=interpreter,
+                               package_bounds=package_bounds)
+    if code == 0:
+        versions = parse_compiled(out)
+        if versions:
+            return Answer(True, "", dict(versions))
+        return Answer(False, "uv pip compile printed no resolution", known=False)
+    words = "\n".join(ln for ln in text.splitlines() if ln.strip()) or f"uv pip compile exited {code}"
+    return Answer(False, words, known=code != -1 and no_solution(text))
 
 
 #: uv's hint when an sdist's setup.py imports what its build requirements do not name
@@ -315,5 +339,5 @@ def no_solution(text: str) -> bool:
 #: The target of a lock made from uv's resolution (``UV_PLATFORM`` as pdm names platforms).
 UV_LOCK_PLATFORM = "manylinux_2_28_x86_64"
 
-__all__ = ["UV_LOCK_PLATFORM", "UV_PLATFORM", "Guide", "guide", "lock_with_uv", "parse_compiled", "parse_hashed",
+__all__ = ["UV_LOCK_PLATFORM", "UV_PLATFORM", "Guide", "ask", "guide", "lock_with_uv", "parse_compiled", "parse_hashed",
            "uv_binary", "uv_cache", "uv_executable"]

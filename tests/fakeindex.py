@@ -33,7 +33,8 @@ def uv_words(culprits: Sequence[str]) -> str:
 
 
 def odd_words(culprits: Sequence[str]) -> str:
-    return "resolver says: nope\n(no details given)\n"
+    """uv's verdict line (its protocol: no resolution exists) with an explanation no rule can read."""
+    return "  x No solution found when resolving dependencies:\n  `-> the stars are not right (no details given)\n"
 
 
 @dataclass

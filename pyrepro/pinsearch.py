@@ -377,10 +377,9 @@ def _search(declared: tuple[str, ...], cons: tuple[Constraint, ...], ask: _Asker
     kept: set[int] = set()
     refusal: dict[int, str] = {}
     try:
-        def add(chunk: list[Constraint]) -> None:
+        def keep(chunk: list[Constraint]) -> Answer:
+            """Ask for ``chunk`` at its declared strength beside what is kept; keep it when it resolves."""
             nonlocal best
-            if not chunk:
-                return
             trial = current({c.index: 0 for c in chunk})
             a = ask(trial, py)
             if a.ok:
@@ -388,6 +387,13 @@ def _search(declared: tuple[str, ...], cons: tuple[Constraint, ...], ask: _Asker
                     rung[c.index] = 0
                     kept.add(c.index)
                 best = (trial, a)
+            return a
+
+        def add(chunk: list[Constraint]) -> None:
+            if not chunk:
+                return
+            a = keep(chunk)
+            if a.ok:
                 return
             if len(chunk) == 1:
                 refusal[chunk[0].index] = a.text
@@ -398,16 +404,11 @@ def _search(declared: tuple[str, ...], cons: tuple[Constraint, ...], ask: _Asker
 
         proposed = [c for c in order if c.name not in hinted]
         if hinted and proposed and len(proposed) < len(order):
-            # the names the resolver's words mention are left out first, the rest kept: one query
-            trial = current({c.index: 0 for c in proposed})
-            a = ask(trial, py)
-            if a.ok:
-                for c in proposed:
-                    rung[c.index] = 0
-                    kept.add(c.index)
-                best = (trial, a)
+            # the names the resolver's words mention are left out first, the rest kept: one query;
+            # when that does not resolve, the plain order decides
+            if keep(proposed).ok:
                 add([c for c in order if c.name in hinted])
-            else:  # the proposal was wrong: the plain order decides
+            else:
                 add(order)
         else:
             add(order)

@@ -15,16 +15,7 @@ from pyrepro.paths import Paths
 from pyrepro.proc import Completed
 from tests.fakeindex import FakeIndex, odd_words
 from tests.fakes import FakeRunner
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / "models").mkdir(parents=True)
-    (root / "patches").mkdir()
-    (root / "flake.nix").write_text("{}\n")
-    monkeypatch.setenv("PYREPRO_ROOT", str(root))
-    return root
+from tests.test_reproduce import project  # noqa: F401  (the fixture: a project root of its own)
 
 
 class _Files:

@@ -99,7 +99,7 @@ class Relaxation:
 
     def reason(self, total: int) -> str:
         said = " ".join(ln.strip() for ln in self.explanation.splitlines() if ln.strip())[:400]
-        what = (f"dropped: even its bare name does not resolve, and the code never imports it"
+        what = ("dropped: even its bare name does not resolve, and the code never imports it"
                 if not self.after else
                 f"widened to {self.after!r} ({self.rung}; locked {self.locked or '?'}: {self.distance})")
         return (f"{self.before} ({self.evidence}) cannot hold with the heavier constraints kept; {what}; "
@@ -460,5 +460,20 @@ def hinted_names(text: str, declared: Sequence[str]) -> tuple[str, ...]:
     return tuple(sorted(names & said))
 
 
-__all__ = ["Answer", "Constraint", "DEFAULT_BUDGET", "Oracle", "Outcome", "Query", "RULE", "Relaxation", "distance",
-           "exact_version", "hinted_names", "ladder", "minimal_failing", "search", "weigh"]
+__all__ = [
+    "DEFAULT_BUDGET",
+    "RULE",
+    "Answer",
+    "Constraint",
+    "Oracle",
+    "Outcome",
+    "Query",
+    "Relaxation",
+    "distance",
+    "exact_version",
+    "hinted_names",
+    "ladder",
+    "minimal_failing",
+    "search",
+    "weigh",
+]

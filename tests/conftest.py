@@ -71,3 +71,14 @@ def nix_env() -> dict[str, str]:
     env = dict(os.environ)
     env["NIX_CONFIG"] = "experimental-features = nix-command flakes\nsubstituters =\nsandbox = false\nbuild-users-group ="
     return env
+
+
+@pytest.fixture
+def repro_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path) -> Path:
+    """A pyrepro project root of the test's own (``PYREPRO_ROOT``): models/, patches/, flake.nix."""
+    root = tmp_path / "proj"
+    (root / "models").mkdir(parents=True)
+    (root / "patches").mkdir()
+    (root / "flake.nix").write_text("{}\n")
+    monkeypatch.setenv("PYREPRO_ROOT", str(root))
+    return root

@@ -15,7 +15,6 @@ from pyrepro.paths import Paths
 from pyrepro.proc import Completed
 from tests.fakeindex import FakeIndex, odd_words
 from tests.fakes import FakeRunner
-from tests.test_reproduce import project  # noqa: F401  (the fixture: a project root of its own)
 
 
 class _Files:
@@ -94,11 +93,11 @@ def _harness_folder(write_files: Any) -> Path:
 
 
 def test_reproduce__a_harness_pins_a_shared_dependency_in_every_release__the_harness_pin_widens(
-        project: Path, write_files: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        repro_project: Path, write_files: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     res = _reproduce(_harness_folder(write_files), "hb", _harness_index(), monkeypatch)
     assert [(s.name, s.status) for s in res.stages][:4] == [("init", "ok"), ("lock", "ok"), ("build", "ok"),
                                                             ("imports", "ok")], res.stages
-    rec = _record(project, "hb")
+    rec = _record(repro_project, "hb")
     assert rec["category"] == 2
     assert [(s["rule"], s["before"], s["after"]) for s in rec["steps"]] == [
         ("pin-search", "matbench==0.2.0", "matbench==0.*")]
@@ -107,24 +106,24 @@ def test_reproduce__a_harness_pins_a_shared_dependency_in_every_release__the_har
         rec["pins_moved"] == ["matbench 0.2.0 -> 0.3.0: same major"]
     (search,) = rec["searches"]
     assert search["ok"] and search["queries"] <= 12
-    pins = {p["name"]: p for p in _model(project, "hb")["dependencies"].get("pins", [])}
+    pins = {p["name"]: p for p in _model(repro_project, "hb")["dependencies"].get("pins", [])}
     assert pins["matbench"]["spec"] == "==0.*" and "rule pin-search" in pins["matbench"]["reason"]
     assert pins["modnet"]["spec"] == "==0.1.12" and pins["modnet"]["reason"].startswith("declared")  # kept
 
 
 def test_reproduce__the_resolvers_wording_does_not_change_the_outcome(
-        project: Path, write_files: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        repro_project: Path, write_files: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = _harness_folder(write_files)
     _reproduce(folder, "plain", _harness_index(), monkeypatch)
     _reproduce(folder, "odd", _harness_index(words=odd_words), monkeypatch)
-    plain, odd = _record(project, "plain"), _record(project, "odd")
+    plain, odd = _record(repro_project, "plain"), _record(repro_project, "odd")
     assert plain["category"] == odd["category"] == 2
     assert plain["requirements"] == odd["requirements"]
     assert [(s["before"], s["after"]) for s in plain["steps"]] == [(s["before"], s["after"]) for s in odd["steps"]]
 
 
 def test_reproduce__two_pins_pin_a_third_differently__the_heavier_kept(
-        project: Path, write_files: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        repro_project: Path, write_files: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     idx = FakeIndex()
     for v in ("1.1.5", "1.3.1"):
         idx.add("pandas", v)
@@ -134,13 +133,13 @@ def test_reproduce__two_pins_pin_a_third_differently__the_heavier_kept(
                           "m/requirements.txt": "matbench==0.5.0\npandas==1.1.5\n"}) / "m"
     res = _reproduce(folder, "m", idx, monkeypatch)
     assert next(s for s in res.stages if s.name == "lock").status == "ok"
-    rec = _record(project, "m")
+    rec = _record(repro_project, "m")
     assert [(s["before"], s["after"]) for s in rec["steps"]] == [("matbench==0.5.0", "matbench==0.*")]
     assert "pandas==1.1.5" in rec["requirements"]
 
 
 def test_reproduce__an_exact_pin_without_a_wheel_for_the_chosen_python__python_moves_to_the_era_one(
-        project: Path, write_files: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        repro_project: Path, write_files: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     idx = FakeIndex().add("tensorflow", "2.3.0", "numpy>=1.16", pythons=("3.6", "3.7", "3.8")).add(
         "tensorflow", "2.5.0", "numpy>=1.19", pythons=("3.7", "3.8", "3.9")).add("numpy", "1.18.5").add("numpy", "1.19.5")
     folder = write_files({"tf/train.py": "import tensorflow\nimport numpy\n",
@@ -148,22 +147,22 @@ def test_reproduce__an_exact_pin_without_a_wheel_for_the_chosen_python__python_m
                           "tf/metadata.json": json.dumps({"date_submitted": "06-01-2021"})}) / "tf"
     res = _reproduce(folder, "tf", idx, monkeypatch)
     assert [(s.name, s.status) for s in res.stages][:2] == [("init", "ok"), ("lock", "ok")], res.stages
-    doc = _model(project, "tf")
+    doc = _model(repro_project, "tf")
     assert doc["python"] == "3.8", doc["python"]
     assert "rule pin-search-python" in doc["python_reason"] and "before: 3.9" in doc["python_reason"]
-    rec = _record(project, "tf")
+    rec = _record(repro_project, "tf")
     assert rec["python"] == "3.8" and rec["steps"] == [] and "tensorflow==2.3.0" in rec["requirements"]
 
 
 def test_reproduce__no_relaxation_resolves__the_stop_is_a_proof_naming_the_requirement(
-        project: Path, write_files: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        repro_project: Path, write_files: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     idx = FakeIndex().add("numpy", "1.19.5").add("oldtorch", "0.4.0", pythons=("2.7",))
     folder = write_files({"p/run.py": "import numpy\nimport oldtorch\n",
                           "p/requirements.txt": "numpy==1.19.5\noldtorch==0.4.0\n"}) / "p"
     res = _reproduce(folder, "p", idx, monkeypatch)
     stage = next(s for s in res.stages if s.name == "lock")
     assert stage.status == "failed" and res.stopped_at is stage
-    rec = _record(project, "p")
+    rec = _record(repro_project, "p")
     (search,) = rec["searches"]
     assert not search["ok"] and search["culprits"] == ["oldtorch"]
     assert "fully relaxed" in search["proof"] and "oldtorch==0.4.0" in search["proof"]

@@ -620,9 +620,22 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                               interpreter=uv_python() if py == req.python else None,
                               package_bounds=sit.package_bounds if move.bound else ())
 
+        listed: dict[str, tuple[str, ...]] = {}
+
+        def releases(name: str) -> tuple[str, ...]:
+            """The index's releases of ``name`` (for the nearest release that fits), () when unknown."""
+            if name not in listed:
+                known = sit.facts.versions.get(relax.req_name(name))
+                try:
+                    listed[name] = known if known is not None else \
+                        lookup_versions([name], req.python, runner=runner).get(relax.req_name(name), ())
+                except PyreproError:
+                    listed[name] = ()
+            return listed[name]
+
         result = pinsearch.search(move.requirements, oracle=oracle, pythons=pythons, imported=req.imported,
-                                 kind_of=requirement_kind, hint=pinsearch.hinted_names(move.error, move.requirements),
-                                 time_left=lambda: SEARCH_SECONDS - (time.monotonic() - t_s))
+                                  kind_of=requirement_kind, hint=pinsearch.hinted_names(move.error, move.requirements),
+                                  time_left=lambda: SEARCH_SECONDS - (time.monotonic() - t_s), releases=releases)
         said = (f"{len(result.relaxations)} constraints relaxed" if result.ok else "no relaxation resolves")
         searches.append(SearchRecord(
             result.ok, result.python, pythons, result.count, time.monotonic() - t_s, move.bound, result.proof,

@@ -295,7 +295,8 @@ def minimal_failing(items: Sequence[str], fails: Callable[[Sequence[str]], bool]
 def search(declared: Sequence[str], *, oracle: Oracle, pythons: Sequence[str],
            imported: frozenset[str] | None = None, kind_of: Callable[[str], str] = lambda _n: "model",
            hint: Sequence[str] = (), budget: int = DEFAULT_BUDGET, first: Answer | None = None,
-           time_left: Callable[[], float] | None = None) -> Outcome:
+           time_left: Callable[[], float] | None = None,
+           releases: Callable[[str], Sequence[str]] | None = None) -> Outcome:
     """The search of the module docstring. ``pythons``: the CPythons to try, in order of preference
     (the first is the target's own); ``hint``: names a resolver's explanation mentions (only
     ordering); ``first``: the answer for ``declared`` on ``pythons[0]`` already known (the failed
@@ -308,7 +309,7 @@ def search(declared: Sequence[str], *, oracle: Oracle, pythons: Sequence[str],
         ask.answers[(tuple(declared), pythons[0])] = first
     cons = weigh(declared, imported, kind_of)
     try:
-        return _search(tuple(declared), cons, ask, tuple(pythons), imported, hint)
+        return _search(tuple(declared), cons, ask, tuple(pythons), imported, hint, releases)
     except _Spent:
         return Outcome(False, tuple(declared), pythons[0], queries=tuple(ask.log), spent=True,
                        proof=f"the search's budget ({budget} resolver queries, or its time) ran out after "
@@ -316,7 +317,8 @@ def search(declared: Sequence[str], *, oracle: Oracle, pythons: Sequence[str],
 
 
 def _search(declared: tuple[str, ...], cons: tuple[Constraint, ...], ask: _Asker, pythons: tuple[str, ...],
-            imported: frozenset[str] | None, hint: Sequence[str]) -> Outcome:
+            imported: frozenset[str] | None, hint: Sequence[str],
+            releases: Callable[[str], Sequence[str]] | None) -> Outcome:
     own = pythons[0]
     # 1. the declared set, Python by Python
     for py in pythons:
@@ -366,10 +368,11 @@ def _search(declared: tuple[str, ...], cons: tuple[Constraint, ...], ask: _Asker
     base = tuple(c.ladder[-1][1] for c in live)
     best = (base, ask(base, py))
     rung: dict[int, int] = {c.index: len(c.ladder) - 1 for c in live}  # constraint -> rung index
+    ladders: dict[int, tuple[tuple[str, str], ...]] = {c.index: c.ladder for c in live}
 
     def current(over: Mapping[int, int] | None = None) -> tuple[str, ...]:
         pick = {**rung, **(over or {})}
-        return tuple(c.ladder[pick[c.index]][1] for c in live)
+        return tuple(ladders[c.index][pick[c.index]][1] for c in live)
 
     # 3. keep: heaviest first, in chunks halved on failure; the hint proposes the first chunk
     order = sorted((c for c in live if c.pinned), key=lambda c: (-c.weight, c.index))
@@ -423,6 +426,36 @@ def _search(declared: tuple[str, ...], cons: tuple[Constraint, ...], ask: _Asker
                     rung[c.index] = i
                     best = (trial, a)
                     break
+            # within the rung that resolved the resolver takes the newest release that fits; the
+            # release nearest the declared one wins: the lowest of those between them that resolves
+            # (a floor conflict: pandas==1.1.5 against a dependency's >=1.3.1), or the one it took
+            # when that is below the declared release (a ceiling: numpy==2.2.0 against <2.0)
+            near = _nearest(c, best[1].versions.get(c.name), releases)
+            if not near:
+                continue
+            r = _parse(c.requirement)
+            assert r is not None
+            texts = [_with(r, f"=={v}") for v in near]
+            was = rung[c.index]
+            spot = was  # the nearest release is tried in the place of the rung that resolved
+            lo, hi, found = 0, len(texts) - 1, None
+            while lo <= hi:
+                mid = (lo + hi) // 2
+                ladders[c.index] = (*c.ladder[:spot], ("nearest release", texts[mid]), *c.ladder[spot:])
+                trial = current({c.index: spot})
+                a = ask(trial, py)
+                if a.ok:
+                    found, hi = (mid, trial, a), mid - 1
+                else:
+                    lo = mid + 1
+            if found is not None:
+                mid, trial, a = found
+                ladders[c.index] = (*c.ladder[:spot], ("nearest release", texts[mid]), *c.ladder[spot:])
+                rung[c.index] = spot
+                best = (trial, a)
+            else:
+                ladders[c.index] = c.ladder
+                rung[c.index] = was
         spent = False
     except _Spent:
         spent = True
@@ -433,14 +466,45 @@ def _search(declared: tuple[str, ...], cons: tuple[Constraint, ...], ask: _Asker
         i = rung[c.index]
         if i == 0:
             continue
-        after = c.ladder[i][1]
+        if i >= len(ladders[c.index]):  # the budget ran out inside the nearest-release search
+            ladders[c.index], i = c.ladder, len(c.ladder) - 1
+        after = ladders[c.index][i][1]
+        if after not in reqs:  # a rung asked about but not in the set that resolved last
+            after = next(t for t in reqs if _parse(t) is not None and canonicalize_name(_parse(t).name) == c.name)
         locked = versions.get(c.name, "")
-        out.append(Relaxation(c.name, c.requirement, after, c.ladder[i][0], locked,
+        out.append(Relaxation(c.name, c.requirement, after, next((n for n, t in ladders[c.index] if t == after),
+                                                                 "bare"), locked,
                               distance(exact_version(c.requirement), locked) if exact_version(c.requirement)
                               else "not pinned", _said(refusal.get(c.index, "") or refused.text),
                               len(ask.log), c.evidence))
     return Outcome(True, reqs, py, tuple(out), tuple(ask.log), python_reason=python_reason, spent=spent,
                    versions=versions)
+
+
+def _nearest(c: Constraint, took: str | None, releases: Callable[[str], Sequence[str]] | None) -> list[str]:
+    """The releases to try, nearest the declared exact pin first, once a rung resolved with ``took``:
+    [took] when that is below the declared release; the final releases after the declared one up
+    to ``took``, ascending, when above; [] when nothing is known or nothing lies between."""
+    declared = exact_version(c.requirement)
+    if declared is None or not took:
+        return []
+    try:
+        d, t = Version(declared), Version(took)
+    except InvalidVersion:
+        return []
+    if t < d:
+        return [took] if t.release != d.release else []
+    if releases is None:
+        return []
+    between = []
+    for v in releases(c.name):
+        try:
+            pv = Version(v)
+        except InvalidVersion:
+            continue
+        if d < pv <= t and not pv.is_prerelease:
+            between.append(pv)
+    return [str(v) for v in sorted(set(between))]
 
 
 def _said(text: str, limit: int = 12) -> str:

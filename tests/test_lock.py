@@ -466,10 +466,10 @@ def test_cli_init_then_lock_project__matbench_style_folder__category_1_to_3_read
         # init keeps the newest of the two declared scikit-learn pins (1.2.0), so that is the pin
         # the lock starts from; matbench 0.2 itself pins scikit-learn==0.24.1 and the code imports
         # matbench, not scikit-learn: the pin search keeps the heavier matbench pin and widens
-        # scikit-learn's through its rungs (1.2.*, 1.*) to its bare name, which locks 0.24.1
+        # scikit-learn's through its rungs (1.2.*, 1.*) to its bare name, which takes 0.24.1, pinned as the nearest release that fits
         sk = [(s["rule"], s["before"], s["after"]) for s in rec["steps"] if s["package"] == "scikit-learn"]
-        assert sk == [("pin-search", "scikit-learn==1.2.0", "scikit-learn")], sk
-        assert any("scikit-learn 1.2.0 -> 0.24.1: other major" == m for m in rec["pins_moved"]), rec["pins_moved"]
+        assert sk == [("pin-search", "scikit-learn==1.2.0", "scikit-learn==0.24.1")], sk  # the nearest release
+        assert "scikit-learn 1.2.0 -> 0.24.1: other major" in rec["pins_moved"], rec["pins_moved"]
         (search,) = rec["searches"]
         assert search["ok"] and search["queries"] >= 3
         assert any("matbench" in s["trigger"] for s in rec["steps"] if s["rule"] == "pin-search")
@@ -727,21 +727,31 @@ def _pdm_not_finding(prefix: str, missing: str, seen: list[tuple[str, ...]], ind
 
 def test_lock_request__exact_pin_conflicts_with_a_dependency__nearest_release_that_fits(tmp_path: Path) -> None:
     """mbd-mace (corpus2): numpy==2.2.0 against mace-torch 0.3.9's numpy<2.0. Widening the pin
-    to >=2.2,<3 conflicted the same way; the pin moves to the release nearest it that fits."""
+    to >=2.2,<3 conflicted the same way; the pin moves to the release nearest it that fits. Since
+    issue 42 the pin search decides it (uv as the oracle, answered here from a small index): its
+    rungs 2.2.* and 2.* do not resolve, the bare name takes 1.26.4, which is pinned."""
+    from tests.fakeindex import FakeIndex
+    from tests.test_lock_search import _pip_index, _uv
+
+    idx = FakeIndex().add("mace-torch", "0.3.9", "numpy<2.0")
+    for v in ("2.3.0", "2.2.1", "2.2.0", "2.0.0", "1.26.4", "1.26.3", "1.25.2"):
+        idx.add("numpy", v)
     d = _project(tmp_path, ["mace-torch==0.3.9", "numpy==2.2.0"])
     seen: list[tuple[str, ...]] = []
     pdm = _pdm_failing_while(lambda deps: "numpy==2.2.0" in deps, seen,
                              "ERROR: Unable to find a resolution for numpy\nbecause of the following conflicts:\n"
                              "  numpy<2.0 (from mace-torch@0.3.9)\n  numpy==2.2.0 (from project)\n")
+    from pyrepro.uvtool import uv_executable
+
     runner = FakeRunner()
     runner.on(lock.pdm_command(), pdm)
-    runner.on([lock.sys.executable, "-m", "pip", "index"],
-              "numpy (2.3.0)\nAvailable versions: 2.3.0, 2.2.1, 2.2.0, 2.0.0, 1.26.4, 1.26.3, 1.25.2\n")
+    runner.on((uv_executable() or "uv", "pip", "compile"), _uv(idx))
+    runner.on((lock.sys.executable, "-m", "pip", "index", "versions"), _pip_index(idx))
     out = lock.lock_request(lock.LockRequest("p", d, "3.11"), runner=runner, python_exe=Path("/usr/bin/python3"))
     assert out.category == 2 and out.strategy == "relaxed"
-    assert [s.rule for s in out.steps] == ["nearest-compatible"]
+    assert [(s.rule, s.after) for s in out.steps] == [("pin-search", "numpy==1.26.4")]
     assert seen[-1] == ("mace-torch==0.3.9", "numpy==1.26.4")
-    assert "numpy<2.0 (from mace-torch)" in out.steps[0].reason
+    assert "numpy==2.2.0" in out.steps[0].reason and "nearest release" in out.steps[0].reason
     assert lock.check_lock_dir(d) == []
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.version import Version
 
 from pyrepro import lock, reproduce
 from pyrepro.paths import Paths
@@ -49,6 +50,16 @@ def _uv(idx: FakeIndex) -> Any:
     return answer
 
 
+def _pip_index(idx: FakeIndex) -> Any:
+    def answer(argv: tuple[str, ...], cwd: Path | None, env: Any) -> Completed:
+        name = argv[5]
+        versions = sorted({r.version for r in idx.releases if r.name == name}, key=Version, reverse=True)
+        if not versions:
+            return Completed(argv, 1, "", f"ERROR: No matching distribution found for {name}\n")
+        return Completed(argv, 0, f"{name} ({versions[0]})\nAvailable versions: {', '.join(versions)}\n", "")
+    return answer
+
+
 def _reproduce(root: Path, name: str, idx: FakeIndex, monkeypatch: pytest.MonkeyPatch) -> Any:
     from pyrepro import interpreters as interp
     from pyrepro import run as run_mod
@@ -65,7 +76,8 @@ def _reproduce(root: Path, name: str, idx: FakeIndex, monkeypatch: pytest.Monkey
     monkeypatch.setattr(run_mod, "scanned_modules", lambda spec, built: [
         d.split("=")[0].replace("-", "_") for d in spec.dependencies.scanned])
     monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, modules, **kw: [(m, "ok", "") for m in modules])
-    runner = FakeRunner().on((uv_executable() or "uv", "pip", "compile"), _uv(idx))
+    runner = FakeRunner().on((uv_executable() or "uv", "pip", "compile"), _uv(idx)).on(
+        (lock.sys.executable, "-m", "pip", "index", "versions"), _pip_index(idx))
     return reproduce.reproduce(root, paths=Paths.discover(), name=name, online=False, runner=runner)
 
 
@@ -100,14 +112,13 @@ def test_reproduce__a_harness_pins_a_shared_dependency_in_every_release__the_har
     rec = _record(repro_project, "hb")
     assert rec["category"] == 2
     assert [(s["rule"], s["before"], s["after"]) for s in rec["steps"]] == [
-        ("pin-search", "matbench==0.2.0", "matbench==0.*")]
+        ("pin-search", "matbench==0.2.0", "matbench==0.3.0")]  # 0.* fits, and 0.3.0 is the nearest release
     assert "found by the pin search" in rec["steps"][0]["reason"] and "queries" in rec["steps"][0]["reason"]
-    assert rec["pins_moved"] == ["matbench 0.2.0 -> 0.3.0: same minor"] or \
-        rec["pins_moved"] == ["matbench 0.2.0 -> 0.3.0: same major"]
+    assert rec["pins_moved"] == ["matbench 0.2.0 -> 0.3.0: same major"]
     (search,) = rec["searches"]
     assert search["ok"] and search["queries"] <= 12
     pins = {p["name"]: p for p in _model(repro_project, "hb")["dependencies"].get("pins", [])}
-    assert pins["matbench"]["spec"] == "==0.*" and "rule pin-search" in pins["matbench"]["reason"]
+    assert pins["matbench"]["spec"] == "==0.3.0" and "rule pin-search" in pins["matbench"]["reason"]
     assert pins["modnet"]["spec"] == "==0.1.12" and pins["modnet"]["reason"].startswith("declared")  # kept
 
 
@@ -134,7 +145,8 @@ def test_reproduce__two_pins_pin_a_third_differently__the_heavier_kept(
     res = _reproduce(folder, "m", idx, monkeypatch)
     assert next(s for s in res.stages if s.name == "lock").status == "ok"
     rec = _record(repro_project, "m")
-    assert [(s["before"], s["after"]) for s in rec["steps"]] == [("matbench==0.5.0", "matbench==0.*")]
+    # matbench 0.* takes 0.4.0, below the declared release: the nearest release that fits is pinned
+    assert [(s["before"], s["after"]) for s in rec["steps"]] == [("matbench==0.5.0", "matbench==0.4.0")]
     assert "pandas==1.1.5" in rec["requirements"]
 
 

@@ -60,7 +60,8 @@ def test_two_pins_that_pin_a_third_differently() -> None:
     out = search(("matbench==0.5.0", "pandas==1.1.5"), oracle=idx, pythons=("3.8",),
                  imported=frozenset({"pandas", "matbench"}), kind_of=lambda n: "harness" if n == "matbench" else "model")
     assert out.ok and "pandas==1.1.5" in out.requirements
-    assert [(r.name, r.after, r.locked) for r in out.relaxations] == [("matbench", "matbench==0.*", "0.4.0")]
+    # matbench 0.* took 0.4.0, below the declared 0.5.0: the nearest release that fits is pinned
+    assert [(r.name, r.after, r.locked) for r in out.relaxations] == [("matbench", "matbench==0.4.0", "0.4.0")]
 
 
 def test_exact_pin_with_no_wheel_for_the_chosen_python_moves_the_python() -> None:
@@ -190,3 +191,28 @@ def test_the_outcome_always_resolves_and_keeps_a_maximal_set(needs: list[str], p
     for r in out.relaxations:
         assert idx.resolve((*kept, r.before), python) is None
     assert pinsearch.RULE == "pin-search"
+
+
+def test_past_its_major_a_pin_moves_to_the_nearest_release_that_fits_not_the_newest() -> None:
+    """A floor conflict (pandas==1.1.5 against a dependency's >=1.3.1): the bare name takes the
+    newest pandas; the release nearest the declared one that resolves wins (found by bisection
+    over the releases between them). A ceiling (numpy==2.2.0 against <2.0): the newest below."""
+    idx = FakeIndex().add("harness", "1.0", "pandas>=1.3.1").add("mace", "0.3.9", "numpy<2.0")
+    for v in ("1.1.5", "1.2.0", "1.3.0", "1.3.1", "1.3.5", "1.5.3", "2.1.0"):
+        idx.add("pandas", v)
+    for v in ("1.25.2", "1.26.4", "2.0.0", "2.2.0"):
+        idx.add("numpy", v)
+    releases = {"pandas": ["1.1.5", "1.2.0", "1.3.0", "1.3.1", "1.3.5", "1.5.3", "2.1.0", "2.2.0rc1"],
+                "numpy": ["1.25.2", "1.26.4", "2.0.0", "2.2.0"]}
+    out = search(("harness==1.0", "pandas==2.1.0", "mace==0.3.9", "numpy==2.2.0"), oracle=idx, pythons=("3.10",),
+                 releases=lambda n: releases.get(n, []))
+    assert out.ok
+    out = search(("harness==1.0", "mace==0.3.9", "pandas==1.1.5", "numpy==2.2.0"), oracle=idx, pythons=("3.10",),
+                 releases=lambda n: releases.get(n, []))
+    got = {r.name: (r.after, r.rung, r.distance) for r in out.relaxations}
+    assert got == {"pandas": ("pandas==1.3.1", "nearest release", "same major"),
+                   "numpy": ("numpy==1.26.4", "nearest release", "other major")}
+    assert idx.resolve(out.requirements, "3.10") is not None
+    # without release lists a floor conflict stays at the rung that resolved (the newest that fits)
+    out = search(("harness==1.0", "pandas==1.1.5"), oracle=idx, pythons=("3.10",))
+    assert [(r.after, r.locked) for r in out.relaxations] == [("pandas==1.*", "1.5.3")]

@@ -158,7 +158,7 @@ def first_lines(text: str | None, n: int = 3, width: int = 400) -> str:
 
 
 def one_entry(entry: dict[str, Any], folder: Path, pyrepro: str, budget_s: float, aarch64: bool,
-              keep_roots: Path | None) -> dict[str, Any]:
+              keep_roots: Path | None, pdm: bool = False) -> dict[str, Any]:
     name = entry["id"]
     rec: dict[str, Any] = {"id": name, "half": entry.get("half"), "repository": entry.get("repository") or entry.get("repo"),
                            "commit": entry.get("commit"), "year": entry.get("year"),
@@ -201,6 +201,8 @@ def one_entry(entry: dict[str, Any], folder: Path, pyrepro: str, budget_s: float
         cmd = [pyrepro, "lock", name, "--json", "--timeout", f"{max(left / 60, 0.1):.2f}"]
         if not aarch64:
             cmd.append("--no-aarch64")
+        if not pdm:  # the lock stage of `pyrepro reproduce`: uv's resolution first, for this machine
+            cmd.append("--uv-first")
         r = run(cmd, env, left, root)
         env_doc = r["envelope"] or {}
         outcomes = env_doc.get("result") if isinstance(env_doc.get("result"), list) else []
@@ -234,6 +236,13 @@ def one_entry(entry: dict[str, Any], folder: Path, pyrepro: str, budget_s: float
             stop = first_lines(out.get("message") or record.get("message") or err or r["stderr_tail"])
         rec["stage"] = "locked" if rec["lock"]["ok"] else "lock"
         rec["stop_reason"] = stop
+        rec["searches"] = [{k: x.get(k) for k in ("ok", "python", "queries", "seconds", "proof", "culprits", "relaxed",
+                                                  "spent")} for x in (record.get("searches") or [])]
+        if not rec["lock"]["ok"]:
+            # the issue's criterion, checked apart from pyrepro's own search: does the fully relaxed set
+            # (every declared requirement by its bare name, the same date bound) resolve on this Python
+            # or an older one of the era?
+            rec["fully_relaxed"] = fully_relaxed(model_dir, record, env)
 
         # 3. the declared exact pins against pdm.lock
         locked = locked_versions(model_dir / "pdm.lock") if rec["lock"]["ok"] else {}
@@ -257,6 +266,47 @@ def one_entry(entry: dict[str, Any], folder: Path, pyrepro: str, budget_s: float
             shutil.move(str(root), dest)
         else:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def fully_relaxed(model_dir: Path, record: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
+    """``uv pip compile`` of the pyproject's requirements by their bare names, for the lock's Python
+    and the older ones of its era, under the record's date bound: where it resolves, or not."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from pyrepro.interpreters import era_pythons, first_patch
+    from pyrepro.uvtool import uv_executable
+
+    project = tomllib.loads((model_dir / "pyproject.toml").read_text(encoding="utf-8")).get("project", {})
+    model = tomllib.loads((model_dir / "model.toml").read_text(encoding="utf-8"))
+    bare = []
+    for d in project.get("dependencies", []):
+        try:
+            r = Requirement(d)
+        except InvalidRequirement:
+            continue
+        bare.append(r.name + (f"; {r.marker}" if r.marker else ""))
+    python = str(record.get("python") or model.get("python") or "3.11")
+    submitted = model.get("submitted")
+    day = dt.date.fromisoformat(str(submitted)) if submitted else None
+    bound = record.get("exclude_newer")
+    out: dict[str, Any] = {"requirements": len(bare), "bound": bound, "resolves_on": [], "not_on": []}
+    uv = uv_executable() or "uv"
+    with tempfile.TemporaryDirectory() as tmp:
+        req_in = Path(tmp) / "req.in"
+        req_in.write_text("".join(f"{b}\n" for b in bare), encoding="utf-8")
+        for py in (python, *era_pythons(python, day)):
+            cmd = [uv, "pip", "compile", str(req_in), "--python-version", first_patch(py), "--python-platform",
+                   "x86_64-manylinux_2_28", "--quiet", "--no-header", "--no-config"]
+            if bound:
+                cmd += ["--exclude-newer", f"{bound}T00:00:00Z"]
+            try:
+                done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+                (out["resolves_on"] if done.returncode == 0 else out["not_on"]).append(py)
+                if done.returncode != 0 and "why" not in out:
+                    out["why"] = first_lines(done.stderr)
+            except subprocess.TimeoutExpired:
+                out["not_on"].append(f"{py} (timed out)")
+    return out
 
 
 # --------------------------------------------------------------------------- reporting
@@ -328,6 +378,8 @@ def main() -> None:
     ap.add_argument("--rerun", action="store_true", help="run entries already in RESULTS.jsonl again")
     ap.add_argument("--keep-roots", type=Path, default=None, help="keep each entry's scratch registry under DIR/<id>")
     ap.add_argument("--no-aarch64", action="store_true", help="pass --no-aarch64 to pyrepro lock")
+    ap.add_argument("--pdm", action="store_true", help="lock with pdm for every target (pyrepro lock without "
+                                                        "--uv-first); default: reproduce's lock stage, uv first")
     a = ap.parse_args()
 
     corpus = tomllib.loads(a.corpus.read_text())
@@ -360,7 +412,7 @@ def main() -> None:
                     done[r["id"]] = r
     meta = {"corpus": str(a.corpus), "corpus_dir": str(a.corpus_dir), "half": a.half, "budget_min": a.budget_min,
             "code": code_commit(), "pyrepro": pyrepro, "cache": os.environ.get("PYREPRO_CACHE") or "(default)",
-            "aarch64": not a.no_aarch64}
+            "aarch64": not a.no_aarch64, "locker": "pdm" if a.pdm else "uv first (reproduce's lock stage)"}
     ids = [e["id"] for e in chosen]
 
     def write_out() -> list[dict[str, Any]]:
@@ -377,7 +429,8 @@ def main() -> None:
             continue
         print(f"  {e['id']} ...", file=sys.stderr, flush=True)
         try:
-            rec = one_entry(e, a.corpus_dir / e["id"], pyrepro, a.budget_min * 60, not a.no_aarch64, a.keep_roots)
+            rec = one_entry(e, a.corpus_dir / e["id"], pyrepro, a.budget_min * 60, not a.no_aarch64, a.keep_roots,
+                            a.pdm)
         except Exception as exc:  # one entry's crash never stops the others
             rec = {"id": e["id"], "half": e.get("half"), "stage": "crash",
                    "crash": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-2000:]}

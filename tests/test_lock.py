@@ -464,9 +464,9 @@ def test_cli_init_then_lock_project__matbench_style_folder__category_1_to_3_read
         assert rec["category"] == 2 and {s["package"] for s in rec["steps"]} >= {"matbench", "scikit-learn"}
         assert any(d.startswith("matbench 0.1.0 -> ") for d in rec["drift"])
         # init keeps the newest of the two declared scikit-learn pins (1.2.0), so that is the pin
-        # the lock starts from; matbench 0.2 itself pins scikit-learn==0.24.1 and the code imports
-        # matbench, not scikit-learn: the pin search keeps the heavier matbench pin and widens
-        # scikit-learn's through its rungs (1.2.*, 1.*) to its bare name, which takes 0.24.1, pinned as the nearest release that fits
+        # the lock starts from; matbench 0.2 itself pins scikit-learn==0.24.1, and no matbench release
+        # fits scikit-learn 1.2: the pin search keeps matbench's pin and widens scikit-learn's through
+        # its rungs (1.2.*, 1.*) to its bare name, which takes 0.24.1, pinned as the nearest release
         sk = [(s["rule"], s["before"], s["after"]) for s in rec["steps"] if s["package"] == "scikit-learn"]
         assert sk == [("pin-search", "scikit-learn==1.2.0", "scikit-learn==0.24.1")], sk  # the nearest release
         assert "scikit-learn 1.2.0 -> 0.24.1: other major" in rec["pins_moved"], rec["pins_moved"]

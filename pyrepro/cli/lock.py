@@ -32,6 +32,9 @@ def register(app: typer.Typer) -> None:
         reuse_from: str | None = typer.Option(None, "--reuse-from",
                                               help="Copy this model's lock instead of resolving (only when "
                                                    "both pyprojects have the same pdm content hash)"),
+        uv_first: bool = typer.Option(False, "--uv-first",
+                                      help="Lock from uv's resolution for this machine first, as reproduce does "
+                                           "(pdm only where uv cannot answer); the lock is for one target"),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
     ) -> None:
         """Lock models with pdm: as declared, then date-bounded, then error-guided relaxation."""
@@ -60,7 +63,7 @@ def register(app: typer.Typer) -> None:
             req = lock.LockRequest(name=project.name, project_dir=project.resolve(), python=python,
                                    submitted=date)
             outcome = lock.lock_request(req, progress=CliProgress(enabled=not as_json), start=strategy,
-                                        timeout=timeout * 60, aarch64=aarch64)
+                                        timeout=timeout * 60, aarch64=aarch64, uv_first=uv_first)
             _report([outcome], as_json)
             return
         paths = Paths.discover()
@@ -85,7 +88,7 @@ def register(app: typer.Typer) -> None:
             return
         for spec in specs:
             outcomes.append(lock.lock_model(spec, paths, progress=progress, start=strategy,
-                                            timeout=timeout * 60, aarch64=aarch64))
+                                            timeout=timeout * 60, aarch64=aarch64, uv_first=uv_first))
         _report(outcomes, as_json)
 
 

@@ -432,7 +432,7 @@ PREFERRED = "relocked preferring the versions of the lock this one replaced"
 
 
 def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progress = NULL_PROGRESS,
-                 start: Strategy = "as-declared", timeout: float = DEFAULT_TIMEOUT, aarch64: bool = True,
+                 start: Strategy | None = None, timeout: float = DEFAULT_TIMEOUT, aarch64: bool = True,
                  python_exe: Path | None = None, persist: Callable[[LockRequest, Sequence[relax.Step]], None]
                  | None = None, now: Callable[[], dt.datetime] | None = None,
                  prefer: str | None = None, uv_first: bool = False) -> LockOutcome:
@@ -456,6 +456,11 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
     Raises ``NetworkError`` (naming index and package) when the index is unreachable; then
     nothing is written. A resolution that fails by every strategy gives category 4 (the
     record is written, the previous pdm.lock is kept)."""
+    if start is None:
+        # the date bound is hard where the submission's date is known (issue 42): a lock of the newest
+        # releases of everything unpinned is of another era, and the attempt that backtracks longest
+        # (camd, corpus20 dev: 240 s of an unbounded attempt before the bounded one locked in 25 s)
+        start = "date-bounded" if req.submitted is not None else "as-declared"
     if start not in STRATEGIES:
         raise InputError(f"unknown strategy {start!r}; use one of {', '.join(STRATEGIES)}", key="strategy")
     pyproject_path = req.project_dir / "pyproject.toml"
@@ -773,7 +778,7 @@ SEARCH_SECONDS = 150.0
 
 def _on_other_python(req: LockRequest, found: pinsearch.Outcome, steps: Sequence[relax.Step],
                      before: Sequence[Attempt], searches: Sequence[SearchRecord], *, runner: Runner, progress: Progress,
-                     start: Strategy, timeout: float, aarch64: bool,
+                     start: Strategy | None, timeout: float, aarch64: bool,
                      persist: Callable[[LockRequest, Sequence[relax.Step]], None],
                      now: Callable[[], dt.datetime] | None, uv_first: bool) -> LockOutcome:
     """The pin search found that the declared set (or its relaxation ``steps``) resolves on another
@@ -1002,7 +1007,7 @@ def _regenerate(req: LockRequest) -> None:
 # --------------------------------------------------------------------------- registry entry
 
 def lock_model(spec: ModelSpec, paths: Paths, runner: Runner = proc.run, *,
-               progress: Progress = NULL_PROGRESS, start: Strategy = "as-declared",
+               progress: Progress = NULL_PROGRESS, start: Strategy | None = None,
                timeout: float = DEFAULT_TIMEOUT, aarch64: bool = True,
                python_exe: Path | None = None, prefer: str | None = None, uv_first: bool = False) -> LockOutcome:
     """Lock one registry model (``models/<name>/``); ``prefer`` and ``uv_first`` as in ``lock_request``."""

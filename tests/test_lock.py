@@ -118,11 +118,25 @@ def _fake_pdm(fail_times: int, message: str) -> tuple[FakeRunner, list[list[str]
     return r, seen
 
 
+def test_lock_request__dated__the_lock_starts_under_the_date_bound(tmp_path: Path) -> None:
+    """Issue 42: where the submission's date is known, the date bound is hard: the first attempt is
+    bounded (no unbounded attempt of the newest releases); undated, the first is as declared."""
+    d = _project(tmp_path, ["six"])
+    runner, seen = _fake_pdm(0, "")
+    out = lock.lock_request(lock.LockRequest("p", d, "3.10", submitted=dt.date(2023, 1, 14)), runner=runner,
+                            python_exe=Path("/usr/bin/python3"))
+    assert out.ok and out.strategy == "date-bounded" and [a.strategy for a in out.attempts] == ["date-bounded"]
+    assert [a.exclude_newer for a in out.attempts] == ["2023-01-15"]
+    undated = lock.lock_request(lock.LockRequest("p", d, "3.10"), runner=_fake_pdm(0, "")[0],
+                                python_exe=Path("/usr/bin/python3"))
+    assert undated.strategy == "as-declared"
+
+
 def test_lock_request__fails_then_date_bound_works__category_2(tmp_path: Path) -> None:
     d = _project(tmp_path, ["six"])
     runner, seen = _fake_pdm(1, "ERROR: Unable to find a resolution for six\n")
     req = lock.LockRequest("p", d, "3.10", submitted=dt.date(2023, 1, 14))
-    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"))
+    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"), start="as-declared")
     assert out.category == 2 and out.strategy == "date-bounded"
     assert [a.strategy for a in out.attempts] == ["as-declared", "date-bounded"]
     assert "--exclude-newer" in seen[-2] and "2023-01-15" in " ".join(seen[-2])  # the day after submission, exclusive
@@ -165,7 +179,8 @@ def test_lock_request__relock_prefers_the_replaced_locks_versions__never_under_a
 
     runner.responses[0] = (runner.responses[0][0], spy)
     req = lock.LockRequest("p", d, "3.10", submitted=dt.date(2023, 1, 14))
-    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"), prefer=previous)
+    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"), prefer=previous,
+                            start="as-declared")
     firsts = [a for a in seen if "--append" not in a]
     assert "--update-reuse" in firsts[0] and found[0] == previous  # as declared: the previous lock preferred
     assert "--exclude-newer" in firsts[1] and "--update-reuse" not in firsts[1] and found[1] is None
@@ -184,7 +199,7 @@ def test_lock_request__bound_before_2019_02__setuptools_bounded_by_its_legacy_fl
     d = _project(tmp_path, ["seaborn==0.8.1"])
     runner, seen = _fake_pdm(1, "ERROR: Unable to find a resolution for seaborn\n")
     req = lock.LockRequest("p", d, "3.10", submitted=dt.date(2018, 1, 22))
-    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"))
+    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"), start="as-declared")
     assert out.category == 2 and out.strategy == "date-bounded"
     bounded = seen[-2]
     assert bounded[bounded.index("--exclude-newer") + 1] == "2018-01-23"
@@ -390,7 +405,7 @@ def test_bench_lock__records__seconds_per_model(tmp_path: Path, capsys: pytest.C
     d = _project(tmp_path, ["six"])
     runner, _ = _fake_pdm(1, "ERROR: Unable to find a resolution for six\n")
     lock.lock_request(lock.LockRequest("p", d, "3.10", submitted=dt.date(2023, 1, 14)), runner=runner,
-                      python_exe=Path("/usr/bin/python3"))
+                      python_exe=Path("/usr/bin/python3"), start="as-declared")
     (tmp_path / "unlocked").mkdir()
     rows = mod.rows(tmp_path)
     assert [(r["model"], r["category"], len(r["attempts"])) for r in rows] == [("proj", 2, 2), ("unlocked", None, 0)]
@@ -634,7 +649,8 @@ def test_lock_request__as_declared_backtracks__its_share_of_the_budget_then_date
         return Completed(tuple(argv), 0, "", "")
 
     req = lock.LockRequest("p", d, "3.10", submitted=dt.date(2023, 1, 14))
-    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"), timeout=900, aarch64=False)
+    out = lock.lock_request(req, runner=runner, python_exe=Path("/usr/bin/python3"), timeout=900, aarch64=False,
+                            start="as-declared")
     assert budgets == [(False, 300.0), (True, 900)]
     assert out.category == 2 and out.strategy == "date-bounded"
     assert "timed out after 300" in out.attempts[0].error

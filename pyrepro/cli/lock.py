@@ -19,8 +19,10 @@ def register(app: typer.Typer) -> None:
         all_: bool = typer.Option(False, "--all", help="Lock every model in the registry"),
         check: bool = typer.Option(False, "--check",
                                    help="Verify offline that each lock matches its pyproject and has hashes"),
-        strategy_: LockStrategy = typer.Option(LockStrategy.as_declared, "--strategy",
-                                               help="First strategy to try (later ones follow in that order)"),
+        strategy_: LockStrategy | None = typer.Option(None, "--strategy",
+                                                      help="First strategy to try (later ones follow in that order; "
+                                                           "default: date-bounded when the submission date is "
+                                                           "known, else as-declared)"),
         timeout: float = typer.Option(20.0, "--timeout", help="Minutes per resolver attempt"),
         aarch64: bool = typer.Option(True, "--aarch64/--no-aarch64",
                                      help="Also lock linux aarch64 where wheels allow"),
@@ -38,14 +40,14 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
     ) -> None:
         """Lock models with pdm: as declared, then date-bounded, then error-guided relaxation."""
-        strategy = strategy_.value
+        strategy = strategy_.value if strategy_ is not None else None
         import datetime as dt
 
         from pyrepro import lock
         from pyrepro.paths import Paths
         from pyrepro.registry import load_registry
 
-        if strategy not in lock.STRATEGIES:
+        if strategy is not None and strategy not in lock.STRATEGIES:
             raise UsageError(f"--strategy {strategy!r}: use one of {', '.join(lock.STRATEGIES)}")
         if project is not None:
             if names or all_:

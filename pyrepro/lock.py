@@ -638,9 +638,16 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                     listed[name] = ()
             return listed[name]
 
+        last = sit.tried[-1] if sit.tried else None
+        known = None  # the attempt that led here was uv's own "no solution" for this very set: not asked again
+        if last is not None and not last.ok and last.requirements == move.requirements and last.bound == move.bound \
+                and not sit.package_bounds and last.error.startswith(("uv first: ", "uv, before pdm: ")) \
+                and uvtool.no_solution(last.error):
+            known = pinsearch.Answer(False, last.error)
         result = pinsearch.search(move.requirements, oracle=oracle, pythons=pythons, imported=req.imported,
                                   kind_of=requirement_kind, hint=pinsearch.hinted_names(move.error, move.requirements),
-                                  time_left=lambda: SEARCH_SECONDS - (time.monotonic() - t_s), releases=releases)
+                                  time_left=lambda: SEARCH_SECONDS - (time.monotonic() - t_s), releases=releases,
+                                  first=known)
         said = (f"{len(result.relaxations)} constraints relaxed" if result.ok else "no relaxation resolves")
         searches.append(SearchRecord(
             result.ok, result.python, pythons, result.count, time.monotonic() - t_s, move.bound, result.proof,

@@ -348,12 +348,14 @@ def _search(declared: tuple[str, ...], cons: tuple[Constraint, ...], ask: _Asker
         if not droppable or len(drops) >= MAX_DROPS:
             names = ", ".join(c.requirement for c in culprits)
             alone = ask(tuple(culprit_reqs), own)
+            one = len(culprits) == 1
             return Outcome(False, declared, own, tuple(drops), tuple(ask.log),
                            culprits=tuple(c.name for c in culprits),
                            proof=(f"even the fully relaxed set (every requirement by its bare name, nothing newer "
                                   f"than the date bound) does not resolve on CPython {', '.join(pythons)}: "
-                                  f"{'these requirements by their names alone' if len(culprits) > 1 else 'this requirement by its name alone'} "
-                                  f"({names}) make it fail{' (the code imports them)' if imported is not None else ''}; "
+                                  f"{'this requirement by its name alone' if one else 'these requirements by their names alone'} "
+                                  f"({names}) {'makes' if one else 'make'} it fail"
+                                  f"{(' (the code imports it)' if one else ' (the code imports them)') if imported is not None else ''}; "
                                   f"the resolver said: {_said(alone.text)}"))
         for c in droppable:
             live.remove(c)

@@ -383,13 +383,16 @@ def _reproduce(folder: Path, name: str, stages: list[Stage], rec: dict[str, Any]
             stages.append(Stage("lock", "failed", clock() - t0, gist(str(unlocked)), unlocked.hint or "",
                                 category=outcome.category))
             return done(unlocked)
+        searched_python = outcome.python != spec.python  # the pin search moved it (lock.py, rule pin-search-python)
+        spec = parse_model(target / "model.toml")  # the lock may have recorded reviewed overrides or a Python
+        if searched_python:
+            rec["python"], rec["python_reason"] = spec.python, spec.python_reason
         stages.append(Stage("lock", "ok", clock() - t0,
                             f"category {outcome.category} ({outcome.label}), {outcome.packages} packages"
                             + (f", {len(outcome.steps)} relaxation steps" if outcome.steps else "")
-                            + (f"; Python moved to {spec.python}: {rec['python_reason']}" if any(m.ok for m in moves)
-                               else ""),
+                            + (f"; Python moved to {spec.python}: {rec['python_reason']}"
+                               if any(m.ok for m in moves) or searched_python else ""),
                             category=outcome.category))
-        spec = parse_model(target / "model.toml")  # the lock may have recorded reviewed overrides
     except PyreproError as exc:
         stages.append(Stage("lock", "failed", clock() - t0, gist(str(exc)), _next_step(exc, "see the lock record"),
                             category=4))

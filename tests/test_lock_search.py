@@ -164,6 +164,9 @@ def test_reproduce__an_exact_pin_without_a_wheel_for_the_chosen_python__python_m
     assert "rule pin-search-python" in doc["python_reason"] and "before: 3.9" in doc["python_reason"]
     rec = _record(repro_project, "tf")
     assert rec["python"] == "3.8" and rec["steps"] == [] and "tensorflow==2.3.0" in rec["requirements"]
+    assert res.python == "3.8" and "pin-search-python" in res.python_reason  # what reproduce reports
+    lock_stage = next(s for s in res.stages if s.name == "lock")
+    assert "Python moved to 3.8" in lock_stage.detail
 
 
 def test_reproduce__no_relaxation_resolves__the_stop_is_a_proof_naming_the_requirement(

@@ -159,8 +159,8 @@ def first_lines(text: str | None, n: int = 3, width: int = 400) -> str:
 
 def one_entry(entry: dict[str, Any], folder: Path, pyrepro: str, budget_s: float, aarch64: bool,
               keep_roots: Path | None, pdm: bool = False) -> dict[str, Any]:
-    name = entry["id"]
-    rec: dict[str, Any] = {"id": name, "half": entry.get("half"), "repository": entry.get("repository") or entry.get("repo"),
+    name = entry["id"].lower()  # a model name is lower-case (mlearn_analysis_Cu_mace)
+    rec: dict[str, Any] = {"id": entry["id"], "half": entry.get("half"), "repository": entry.get("repository") or entry.get("repo"),
                            "commit": entry.get("commit"), "year": entry.get("year"),
                            "started": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     root = Path(tempfile.mkdtemp(prefix=f"pyrepro-lockstage-{name}-"))

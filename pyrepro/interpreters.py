@@ -97,13 +97,17 @@ def settled_pythons(day: dt.date | None) -> list[str]:
 
 
 def era_pythons(python: str, day: dt.date | None, *, limit: int = 3) -> tuple[str, ...]:
-    """The other CPython minors a lock may move a submission to when it states no Python (the pin
-    search's Python variable, ``pyrepro.pinsearch``), nearest first: the minors older than
-    ``python`` that were out on ``day`` and whose end of life was not a year or more before it
-    (undated: the older ones), at most ``limit``."""
-    older = [v for v, released in RELEASES if version_key(v) < version_key(python)
-             and (day is None or (released <= day and END_OF_LIFE[v] + dt.timedelta(days=365) > day))]
-    return tuple(reversed(older))[:limit]
+    """The other CPython minors of a submission's era that a lock may move to (the pin search's
+    Python variable, ``pyrepro.pinsearch``), nearest ``python`` first (older before newer at the same
+    distance): the minors out on ``day`` whose end of life was not a year or more before it; undated,
+    the older ones (an undated submission gets the newest CPython). At most ``limit``."""
+    here = version_key(python)
+    if day is None:
+        cands = [v for v, _r in RELEASES if version_key(v) < here]
+    else:
+        cands = [v for v, released in RELEASES if v != python and released <= day
+                 and END_OF_LIFE[v] + dt.timedelta(days=365) > day]
+    return tuple(sorted(cands, key=lambda v: (abs(version_key(v)[1] - here[1]), version_key(v) > here)))[:limit]
 
 
 @dataclass(frozen=True)

@@ -145,9 +145,11 @@ class LockRequest:
     #: what earlier relaxations and repairs left in model.toml (auto-relaxed pins, dropped names):
     #: a lock of that set is not the submission's as declared (category 2 at least)
     carried: tuple[str, ...] = ()
-    #: the other CPythons the pin search may move the lock to (nearest first): the submission's era
-    #: when it states no Python; () : the Python stays
+    #: the other CPythons of the submission's era the pin search may move the lock to (nearest first);
+    #: () : the Python stays
     pythons: tuple[str, ...] = ()
+    #: the submission states its Python: the search moves it only when no relaxation resolves on it
+    python_stated: bool = False
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> LockRequest:
@@ -164,10 +166,11 @@ class LockRequest:
             tuple(f"{d} dropped" for d in spec.dependencies.dropped)
         from pyrepro.evidence import NO_EVIDENCE
 
-        free = (spec.python_reason or "").startswith(NO_EVIDENCE) and not piplock.targets_pip(spec.python)
+        stated = not (spec.python_reason or "").startswith(NO_EVIDENCE)
         return cls(name=spec.name, project_dir=spec.dir, python=spec.python, submitted=spec.submitted,
                    overrides=reviewed, fidelity=tuple(fidelity), model_toml=spec.path, imported=imported,
-                   carried=carried, pythons=era_pythons(spec.python, spec.submitted) if free else ())
+                   carried=carried, pythons=() if piplock.targets_pip(spec.python)
+                   else era_pythons(spec.python, spec.submitted), python_stated=stated)
 
 
 # --------------------------------------------------------------------------- pyproject / hash
@@ -647,7 +650,7 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
         result = pinsearch.search(move.requirements, oracle=oracle, pythons=pythons, imported=req.imported,
                                   kind_of=requirement_kind, hint=pinsearch.hinted_names(move.error, move.requirements),
                                   time_left=lambda: SEARCH_SECONDS - (time.monotonic() - t_s), releases=releases,
-                                  first=known)
+                                  first=known, stated=req.python_stated)
         said = (f"{len(result.relaxations)} constraints relaxed" if result.ok else "no relaxation resolves")
         searches.append(SearchRecord(
             result.ok, result.python, pythons, result.count, time.monotonic() - t_s, move.bound, result.proof,
@@ -795,7 +798,7 @@ def _on_other_python(req: LockRequest, found: pinsearch.Outcome, steps: Sequence
     reason = (f"{found.python}: {found.python_reason} (rule pin-search-python, {found.count} resolver queries; "
               f"before: {req.python})")
     persist_python(req, found.python, reason)
-    moved = replace(req, python=found.python, pythons=(),
+    moved = replace(req, python=found.python, pythons=(), python_stated=True,
                     fidelity=(*req.fidelity, f"Python {req.python} -> {found.python}: {found.python_reason} (the pin "
                                              "search)"))
     if steps:

@@ -296,12 +296,15 @@ def search(declared: Sequence[str], *, oracle: Oracle, pythons: Sequence[str],
            imported: frozenset[str] | None = None, kind_of: Callable[[str], str] = lambda _n: "model",
            hint: Sequence[str] = (), budget: int = DEFAULT_BUDGET, first: Answer | None = None,
            time_left: Callable[[], float] | None = None,
-           releases: Callable[[str], Sequence[str]] | None = None) -> Outcome:
+           releases: Callable[[str], Sequence[str]] | None = None, stated: bool = False) -> Outcome:
     """The search of the module docstring. ``pythons``: the CPythons to try, in order of preference
     (the first is the target's own); ``hint``: names a resolver's explanation mentions (only
     ordering); ``first``: the answer for ``declared`` on ``pythons[0]`` already known (the failed
     attempt that led here), so it is not asked again; ``time_left``: seconds the search may still
-    spend (a spent budget of queries or time ends it as ``Outcome.spent``)."""
+    spend (a spent budget of queries or time ends it as ``Outcome.spent``); ``releases``: the index's
+    releases of a distribution (for the nearest release that fits); ``stated``: the submission states
+    ``pythons[0]``, which then moves only when no relaxation resolves on it (step 1 asks it alone: a
+    pin gives way before a stated Python does)."""
     if not pythons:
         raise ValueError("the search needs at least one Python")
     ask = _Asker(oracle, budget, time_left)
@@ -309,7 +312,7 @@ def search(declared: Sequence[str], *, oracle: Oracle, pythons: Sequence[str],
         ask.answers[(tuple(declared), pythons[0])] = first
     cons = weigh(declared, imported, kind_of)
     try:
-        return _search(tuple(declared), cons, ask, tuple(pythons), imported, hint, releases)
+        return _search(tuple(declared), cons, ask, tuple(pythons), imported, hint, releases, stated)
     except _Spent:
         return Outcome(False, tuple(declared), pythons[0], queries=tuple(ask.log), spent=True,
                        proof=f"the search's budget ({budget} resolver queries, or its time) ran out after "
@@ -318,10 +321,10 @@ def search(declared: Sequence[str], *, oracle: Oracle, pythons: Sequence[str],
 
 def _search(declared: tuple[str, ...], cons: tuple[Constraint, ...], ask: _Asker, pythons: tuple[str, ...],
             imported: frozenset[str] | None, hint: Sequence[str],
-            releases: Callable[[str], Sequence[str]] | None) -> Outcome:
+            releases: Callable[[str], Sequence[str]] | None, stated: bool = False) -> Outcome:
     own = pythons[0]
-    # 1. the declared set, Python by Python
-    for py in pythons:
+    # 1. the declared set, Python by Python (only the stated one, when the submission states it)
+    for py in pythons[:1] if stated else pythons:
         a = ask(declared, py)
         if a.ok:
             why = "" if py == own else (f"every declared requirement resolves as declared on CPython {py}, not on "
@@ -365,8 +368,9 @@ def _search(declared: tuple[str, ...], cons: tuple[Constraint, ...], ask: _Asker
         raise AssertionError("unreachable")
     assert where is not None
     py = where
-    python_reason = "" if py == own else (f"no relaxation of the declared set resolves on CPython {own}; "
-                                          f"{py} is the first of the era's CPythons on which one does")
+    python_reason = "" if py == own else (f"no relaxation of the declared set resolves on CPython {own}"
+                                          f"{', the Python the submission states' if stated else ''}; {py} is "
+                                          "the nearest of the era's CPythons on which one does")
     base = tuple(c.ladder[-1][1] for c in live)
     best = (base, ask(base, py))
     rung: dict[int, int] = {c.index: len(c.ladder) - 1 for c in live}  # constraint -> rung index

@@ -216,3 +216,18 @@ def test_past_its_major_a_pin_moves_to_the_nearest_release_that_fits_not_the_new
     # without release lists a floor conflict stays at the rung that resolved (the newest that fits)
     out = search(("harness==1.0", "pandas==1.1.5"), oracle=idx, pythons=("3.10",))
     assert [(r.after, r.locked) for r in out.relaxations] == [("pandas==1.*", "1.5.3")]
+
+
+def test_a_stated_python_gives_way_only_when_nothing_resolves_on_it() -> None:
+    idx = FakeIndex().add("tensorflow", "2.3.0", pythons=("3.7", "3.8")).add(
+        "tensorflow", "2.5.0", pythons=("3.8", "3.9"))
+    # a pin gives way before a stated Python does
+    out = search(("tensorflow==2.3.0",), oracle=idx, pythons=("3.9", "3.8"), stated=True)
+    assert out.ok and out.python == "3.9" and [r.after for r in out.relaxations] == ["tensorflow==2.*"]
+    # not stated: the Python is cheaper to move than the pin
+    out = search(("tensorflow==2.3.0",), oracle=idx, pythons=("3.9", "3.8"))
+    assert out.ok and out.python == "3.8" and out.relaxations == ()
+    # stated, and even the bare name has no release for it: the era's nearest Python where one resolves
+    only_old = FakeIndex().add("theano", "0.9.0", pythons=("3.6",))
+    out = search(("theano==0.9.0",), oracle=only_old, pythons=("3.7", "3.6"), stated=True)
+    assert out.ok and out.python == "3.6" and "the Python the submission states" in out.python_reason

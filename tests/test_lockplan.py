@@ -647,3 +647,55 @@ def test_plan__a_freeze__mostly_never_imported__dropped_after_half_the_steps() -
     move = lockplan.next_move(_at_steps(freeze, lockplan.MAX_STEPS // 2, frozenset({"torch", "numpy"})))
     assert isinstance(move, lockplan.Try) and move.requirements == ("torch==1.5.0", "numpy==1.19.5")
     assert move.step is not None and move.step.rule == lockplan.TO_IMPORTED_RULE
+
+
+# --------------------------------------------------------------------------- the pin search (issue 42)
+
+_CONFLICT = ("ERROR: Unable to find a resolution for numpy\nbecause of the following conflicts:\n"
+             "  numpy<2.0 (from mace-torch@0.3.9)\n  numpy==2.2.0 (from project)\n")
+
+
+def _failed(reqs: tuple[str, ...], text: str = _CONFLICT) -> lockplan.Tried:
+    return lockplan.Tried("as-declared", reqs, None, False, relax.diagnose(text), text)
+
+
+def test_next_move__a_conflict_rule_would_act__the_pin_search_comes_first() -> None:
+    reqs = ("mace-torch==0.3.9", "numpy==2.2.0")
+    s = lockplan.start(reqs, search=True)
+    s = s.after(lockplan.Try("as-declared", reqs, None), _failed(reqs))
+    s = s.learn(versions={"numpy": ("2.2.0", "1.26.4")})
+    move = lockplan.next_move(s)
+    assert isinstance(move, lockplan.Search) and move.requirements == reqs and "numpy<2.0" in move.error
+    # without the search (Python 2's pip locks, no uv), the rule acts as before
+    plain = lockplan.next_move(replace(s, search=False))
+    assert isinstance(plain, lockplan.Try) and plain.step is not None and plain.step.rule == "nearest-compatible"
+
+
+def test_next_move__the_search_found_a_set__it_is_the_next_attempt_with_one_step_per_moved_pin() -> None:
+    from pyrepro import pinsearch
+
+    reqs = ("mace-torch==0.3.9", "numpy==2.2.0")
+    s = lockplan.start(reqs, search=True)
+    s = s.after(lockplan.Try("as-declared", reqs, None), _failed(reqs))
+    found = pinsearch.Outcome(True, ("mace-torch==0.3.9", "numpy==1.26.4"), "3.10", (pinsearch.Relaxation(
+        "numpy", "numpy==2.2.0", "numpy==1.26.4", "nearest release", "1.26.4", "other major", "numpy<2.0", 5,
+        "imports unknown; an exact pin; a model package"),), ())
+    move = lockplan.next_move(s.found(found))
+    assert isinstance(move, lockplan.Try) and move.requirements == found.requirements
+    assert move.step is not None and move.step.rule == "pin-search" and move.pins == ()
+    assert "found by the pin search" in move.step.reason
+
+
+def test_next_move__no_rule_applies__the_search_before_the_give_up_and_its_proof_in_the_reason() -> None:
+    from pyrepro import pinsearch
+
+    reqs = ("oldtorch==0.4.0",)
+    text = "something no rule reads\n"
+    s = lockplan.start(reqs, search=True)
+    s = s.after(lockplan.Try("as-declared", reqs, None), _failed(reqs, text))
+    s = s.learn(guides={reqs: __import__("pyrepro.uvtool", fromlist=["Guide"]).Guide((), "no")})
+    assert isinstance(lockplan.next_move(s), lockplan.Search)
+    proof = pinsearch.Outcome(False, reqs, "3.10", proof="even the fully relaxed set ... (oldtorch) makes it fail",
+                              culprits=("oldtorch",))
+    give_up = lockplan.next_move(s.found(proof))
+    assert isinstance(give_up, lockplan.GiveUp) and "the pin search: even the fully relaxed set" in give_up.reason

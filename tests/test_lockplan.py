@@ -688,12 +688,13 @@ def test_next_move__the_search_found_a_set__it_is_the_next_attempt_with_one_step
 
 def test_next_move__no_rule_applies__the_search_before_the_give_up_and_its_proof_in_the_reason() -> None:
     from pyrepro import pinsearch
+    from pyrepro.uvtool import Guide
 
     reqs = ("oldtorch==0.4.0",)
     text = "something no rule reads\n"
     s = lockplan.start(reqs, search=True)
     s = s.after(lockplan.Try("as-declared", reqs, None), _failed(reqs, text))
-    s = s.learn(guides={reqs: __import__("pyrepro.uvtool", fromlist=["Guide"]).Guide((), "no")})
+    s = s.learn(guides={reqs: Guide((), "no")})
     assert isinstance(lockplan.next_move(s), lockplan.Search)
     proof = pinsearch.Outcome(False, reqs, "3.10", proof="even the fully relaxed set ... (oldtorch) makes it fail",
                               culprits=("oldtorch",))

@@ -620,13 +620,15 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                                    f"(CPython {', '.join(pythons)})")
         cache = uvtool.uv_cache(cache_dir())
 
+        index = _index()  # Requires-Python of the releases uv takes (uv reads only its lower bound)
+
         def oracle(reqs: tuple[str, ...], py: str) -> pinsearch.Answer:
             left = SEARCH_SECONDS - (time.monotonic() - t_s)
             progress.advance(label, 0, f"pin search: asking uv about {len(reqs)} requirements on CPython {py}")
             return uvtool.ask(reqs, py, move.bound, runner=runner, cache=cache,
                               timeout=max(5.0, min(uvtool.UV_PRECHECK_TIMEOUT, left)),
                               interpreter=uv_python() if py == req.python else None,
-                              package_bounds=sit.package_bounds if move.bound else ())
+                              package_bounds=sit.package_bounds if move.bound else (), fits=_admits(py, index))
 
         listed: dict[str, tuple[str, ...]] = {}
 

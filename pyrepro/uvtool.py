@@ -158,25 +158,43 @@ def guide(requirements: Sequence[str], python: str, bound: str | None, *, runner
 
 def ask(requirements: Sequence[str], python: str, bound: str | None, *, runner: Runner, cache: Path,
         uv: str | None = None, timeout: float = UV_PRECHECK_TIMEOUT, interpreter: str | None = None,
-        package_bounds: Sequence[tuple[str, str]] = ()) -> Answer:
+        package_bounds: Sequence[tuple[str, str]] = (), fits: Callable[[str, str], bool] | None = None) -> Answer:
     """One query of the pin search's oracle (``pyrepro.pinsearch``): does ``requirements`` resolve for
     CPython ``python`` on linux x86_64 with nothing uploaded on or after ``bound``, and no
     pre-release unless a requirement names one (``--prerelease explicit``)? An answer is known when
     uv resolved (exit 0) or found that there is no resolution; a timeout, a failed sdist build or a
-    missing uv is an unknown answer, with uv's words."""
+    missing uv is an unknown answer, with uv's words. ``fits(name, version)``: whether a release's
+    Requires-Python admits the target; uv reads only its lower bound, so a release it took that does
+    not fit is excluded and uv asked again, as ``lock_with_uv`` does (dataclasses 0.8, ``<3.7``, in a
+    freeze resolved for 3.8: lm-bff-fewshot, corpus20 held, studied after its measurement)."""
     uv = uv or uv_executable()
     if uv is None:
         return Answer(False, "uv is not installed (pip install uv, or set PYREPRO_UV)", known=False)
-    text, code, out = _compile(uv, list(requirements), python, bound, runner=runner, cache=cache, timeout=timeout,
-                               extra=("--prerelease", "explicit"), interpreter=interpreter,
-                               package_bounds=package_bounds)
-    if code == 0:
+    deadline = time.monotonic() + timeout
+    excluded: list[str] = []
+    for _ in range(UV_LOCK_RETRIES + 1):
+        with tempfile.TemporaryDirectory(prefix="pyrepro-uv-ask-") as tmp:
+            extra: tuple[str, ...] = ("--prerelease", "explicit")
+            if excluded:
+                (Path(tmp) / "constraints.txt").write_text("".join(f"{e}\n" for e in excluded), encoding="utf-8")
+                extra += ("--constraint", str(Path(tmp) / "constraints.txt"))
+            text, code, out = _compile(uv, list(requirements), python, bound, runner=runner, cache=cache,
+                                       timeout=max(deadline - time.monotonic(), 1.0), extra=extra,
+                                       interpreter=interpreter, package_bounds=package_bounds)
+        if code != 0:
+            words = "\n".join(ln for ln in text.splitlines() if ln.strip()) or f"uv pip compile exited {code}"
+            if excluded:
+                words += f"\n(with {', '.join(excluded)} excluded: their Requires-Python rules out CPython {python})"
+            return Answer(False, words, known=code != -1 and no_solution(text))
         versions = parse_compiled(out)
-        if versions:
+        if not versions:
+            return Answer(False, "uv pip compile printed no resolution", known=False)
+        unfit = [f"{n}!={v}" for n, v in versions if fits is not None and not fits(n, v)]
+        if not unfit:
             return Answer(True, "", dict(versions))
-        return Answer(False, "uv pip compile printed no resolution", known=False)
-    words = "\n".join(ln for ln in text.splitlines() if ln.strip()) or f"uv pip compile exited {code}"
-    return Answer(False, words, known=code != -1 and no_solution(text))
+        excluded += unfit
+    return Answer(False, f"uv kept choosing releases whose Requires-Python excludes CPython {python}: "
+                         f"{', '.join(excluded)}")
 
 
 #: uv's hint when an sdist's setup.py imports what its build requirements do not name

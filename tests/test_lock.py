@@ -122,7 +122,7 @@ def test_lock_request__dated__the_lock_starts_under_the_date_bound(tmp_path: Pat
     """Issue 42: where the submission's date is known, the date bound is hard: the first attempt is
     bounded (no unbounded attempt of the newest releases); undated, the first is as declared."""
     d = _project(tmp_path, ["six"])
-    runner, seen = _fake_pdm(0, "")
+    runner, _ = _fake_pdm(0, "")
     out = lock.lock_request(lock.LockRequest("p", d, "3.10", submitted=dt.date(2023, 1, 14)), runner=runner,
                             python_exe=Path("/usr/bin/python3"))
     assert out.ok and out.strategy == "date-bounded" and [a.strategy for a in out.attempts] == ["date-bounded"]
@@ -741,14 +741,16 @@ def _pdm_not_finding(prefix: str, missing: str, seen: list[tuple[str, ...]], ind
     return runner
 
 
-def test_lock_request__exact_pin_conflicts_with_a_dependency__nearest_release_that_fits(tmp_path: Path) -> None:
+def test_lock_request__exact_pin_conflicts_with_a_dependency__nearest_release_that_fits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """mbd-mace (corpus2): numpy==2.2.0 against mace-torch 0.3.9's numpy<2.0. Widening the pin
     to >=2.2,<3 conflicted the same way; the pin moves to the release nearest it that fits. Since
     issue 42 the pin search decides it (uv as the oracle, answered here from a small index): its
     rungs 2.2.* and 2.* do not resolve, the bare name takes 1.26.4, which is pinned."""
     from tests.fakeindex import FakeIndex
-    from tests.test_lock_search import _pip_index, _uv
+    from tests.test_lock_search import _Files, _pip_index, _uv
 
+    monkeypatch.setattr(lock, "_index", lambda: _Files())  # no Requires-Python of the fake releases
     idx = FakeIndex().add("mace-torch", "0.3.9", "numpy<2.0")
     for v in ("2.3.0", "2.2.1", "2.2.0", "2.0.0", "1.26.4", "1.26.3", "1.25.2"):
         idx.add("numpy", v)

@@ -118,3 +118,27 @@ def test_compile__real_uv__academictorrents_setup_py_imports_six__resolved(tmp_p
                      interpreter=str(py))
     assert g.ok, g.error
     assert g.version("academictorrents") == "1.11" and g.version("six")
+
+
+def test_ask__a_release_whose_requires_python_rules_the_target_out__excluded_and_asked_again(tmp_path: Path) -> None:
+    """The pin search's oracle: uv reads only the lower bound of Requires-Python, so it takes
+    dataclasses 0.8 (``>=3.6,<3.7``) for CPython 3.8 (lm-bff-fewshot, corpus20 held); the release is
+    excluded and uv asked again, which finds that the pin cannot hold: a known "no"."""
+    seen: list[tuple[str, ...]] = []
+
+    def uv(argv, cwd, env):  # type: ignore[no-untyped-def]
+        seen.append(tuple(argv))
+        if "--constraint" in argv:
+            assert Path(argv[argv.index("--constraint") + 1]).read_text() == "dataclasses!=0.8\n"
+            return Completed(tuple(argv), 1, "", "  x No solution found when resolving dependencies:\n"
+                                                 "  `-> Because you require dataclasses==0.8 ...\n")
+        return Completed(tuple(argv), 0, "dataclasses==0.8\nnumpy==1.19.4\n", "")
+
+    r = FakeRunner().on((uvtool.uv_executable() or "uv", "pip", "compile"), uv)
+    a = uvtool.ask(["dataclasses==0.8", "numpy==1.19.4"], "3.8", "2020-12-25", runner=r, cache=tmp_path,
+                   fits=lambda n, v: n != "dataclasses")
+    assert not a.ok and a.known and "dataclasses!=0.8 excluded" in a.text
+    assert len(seen) == 2 and all("--prerelease" in c and "explicit" in c for c in seen)
+    ok = uvtool.ask(["numpy==1.19.4"], "3.8", None, runner=FakeRunner().on(
+        (uvtool.uv_executable() or "uv", "pip", "compile"), "numpy==1.19.4\n"), cache=tmp_path, fits=lambda n, v: True)
+    assert ok.ok and ok.versions == {"numpy": "1.19.4"}

@@ -57,7 +57,7 @@ def test_lock_request__python_27__pip_downloads__a_pdm_lock_with_hashes_and_no_d
              "future-0.18.3.tar.gz": b"future"}
     runner = _fake_pip(files, seen)
     req = lock.LockRequest("m", d, "2.7", submitted=dt.date(2019, 5, 1))
-    out = lock.lock_request(req, runner=runner, python_exe=PY2)
+    out = lock.lock_request(req, runner=runner, python_exe=PY2, start="as-declared")  # asked for: no bound
     assert out.category == 1 and out.strategy == "as-declared" and len(seen) == 1  # no date-bounded attempt
     assert Path(seen[0][seen[0].index("-r") + 1]).name == "requirements.in"
     # the newest release with a wheel for this Python before a newer sdist (grpcio 1.39.0's cp27

@@ -610,6 +610,7 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                               resolver="uv" if move.resolver == "uv" or (first and run.ok) else "pdm")
 
     searches: list[SearchRecord] = []
+    bounded_again: list[bool] = []  # a culprit of the search got a bound of its own (once)
 
     def run_search(move: lockplan.Search) -> pinsearch.Outcome:
         """The pin search (``pyrepro.pinsearch``) with uv as the oracle, under the move's bound, on
@@ -678,6 +679,22 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
             continue
         if isinstance(move, lockplan.Search):
             sit = sit.found(run_search(move))
+            own_bounds = _culprit_bounds(sit, move, runner) if sit.per_package and not bounded_again else ()
+            if own_bounds:
+                # the requirement that makes even the fully relaxed set fail was first released after the
+                # date bound (a date estimated from evidence that the code itself outdates): it gets a
+                # bound of its own, the others keep theirs; the set is tried so, and a failure of that
+                # attempt gets a search of its own
+                bounded_again.append(True)
+                why = "; ".join(f"{p} (as required) was first released {d}" for p, d, _n in own_bounds)
+                retry = lockplan.Try("relaxed", move.requirements, move.bound,
+                                     package_bounds=(*sit.package_bounds, *((p, n) for p, _d, n in own_bounds)),
+                                     bound_note=f"date bound {move.bound} kept; {why}, after it: "
+                                                f"{', '.join(f'{p} up to {n}' for p, _d, n in own_bounds)} (a bound "
+                                                "of its own; the pin search's proof named it)")
+                sit = replace(sit, searched=None)
+                sit = sit.after(retry, attempt(retry))
+                continue
             moved = sit.searched
             if moved is not None and moved.ok and moved.python != req.python and persist is not None:
                 progress.finish(label, f"the pin search moved the Python to {moved.python}")
@@ -786,6 +803,38 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
 UV_FIRST_WHY = "uv first, within the reproduction's time budget"
 #: seconds one pin search may spend asking uv (its queries are budgeted too: pinsearch.DEFAULT_BUDGET)
 SEARCH_SECONDS = 150.0
+
+
+def _culprit_bounds(sit: lockplan.Situation, move: lockplan.Search,
+                    runner: Runner) -> tuple[tuple[str, str, str], ...]:
+    """(project, first upload day, its own bound) for each requirement the pin search named as what
+    makes even the fully relaxed set fail under ``move.bound``, whose first release that satisfies
+    it (its project's first release, for a bare name) was uploaded on or after the bound, and which
+    has no bound of its own yet. () when the search resolved, or nothing was that late."""
+    found = sit.searched
+    if found is None or found.ok or not found.culprits or not move.bound:
+        return ()
+    try:
+        bound = dt.date.fromisoformat(move.bound)
+    except ValueError:
+        return ()
+    have = {p for p, _d in sit.package_bounds}
+    out = []
+    for name in found.culprits:
+        if name in have:
+            continue
+        req = next((r for r in move.requirements if relax.req_name(r) == name), None)
+        if req is None:
+            continue
+        pinned = pinsearch.exact_version(req)
+        parsed = relax._parse(req)
+        spec = pinned if pinned is not None else str(parsed.specifier) if parsed is not None and parsed.specifier \
+            and any(sp.operator in (">=", ">", "~=") for sp in parsed.specifier) else ""
+        day = upload_date(name, spec, runner=runner)
+        if day is None or day < bound:
+            continue
+        out.append((name, day.isoformat(), (day + dt.timedelta(days=1)).isoformat()))
+    return tuple(out)
 
 
 def _on_other_python(req: LockRequest, found: pinsearch.Outcome, steps: Sequence[relax.Step],

@@ -24,6 +24,7 @@ class Release:
     version: str
     requires: tuple[str, ...] = ()
     pythons: frozenset[str] | None = None  # None: every CPython (a pure-Python wheel)
+    uploaded: str = "2000-01-01"  # ISO day its files reached the index
 
 
 def uv_words(culprits: Sequence[str]) -> str:
@@ -43,17 +44,31 @@ class FakeIndex:
     words: Callable[[Sequence[str]], str] = uv_words
     asked: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
 
-    def add(self, name: str, version: str, *requires: str, pythons: Sequence[str] | None = None) -> FakeIndex:
+    def add(self, name: str, version: str, *requires: str, pythons: Sequence[str] | None = None,
+            uploaded: str = "2000-01-01") -> FakeIndex:
         self.releases.append(Release(canonicalize_name(name), version, tuple(requires),
-                                     frozenset(pythons) if pythons is not None else None))
+                                     frozenset(pythons) if pythons is not None else None, uploaded))
         return self
 
-    def candidates(self, name: str, python: str) -> list[Release]:
-        out = [r for r in self.releases if r.name == canonicalize_name(name)
-               and (r.pythons is None or python in r.pythons)]
+    def candidates(self, name: str, python: str, bound: str | None = None,
+                   own: dict[str, str] | None = None) -> list[Release]:
+        name = canonicalize_name(name)
+        limit = (own or {}).get(name, bound)  # releases uploaded before the day (uv's --exclude-newer)
+        out = [r for r in self.releases if r.name == name and (r.pythons is None or python in r.pythons)
+               and (limit is None or r.uploaded < limit)]
         return sorted(out, key=lambda r: Version(r.version), reverse=True)
 
-    def resolve(self, reqs: Sequence[str], python: str) -> dict[str, str] | None:
+    def first_upload(self, name: str, spec: str = "") -> str | None:
+        """The day of the first release of ``name`` that satisfies ``spec`` (a version or a specifier)."""
+        from packaging.specifiers import SpecifierSet
+
+        want = SpecifierSet(spec if spec[:1] in "<>=!~" else f"=={spec}") if spec else None
+        days = [r.uploaded for r in self.releases if r.name == canonicalize_name(name)
+                and (want is None or want.contains(r.version, prereleases=True))]
+        return min(days) if days else None
+
+    def resolve(self, reqs: Sequence[str], python: str, bound: str | None = None,
+                own: dict[str, str] | None = None) -> dict[str, str] | None:
         wanted = [Requirement(r) for r in reqs]
 
         def go(todo: list[Requirement], chosen: dict[str, str]) -> dict[str, str] | None:
@@ -66,7 +81,7 @@ class FakeIndex:
                     return go(rest, chosen)
                 return None
             # every other requirement on this name already queued narrows it too
-            for rel in self.candidates(name, python):
+            for rel in self.candidates(name, python, bound, own):
                 if not r.specifier.contains(rel.version, prereleases=True):
                     continue
                 got = go([*rest, *(Requirement(x) for x in rel.requires)], {**chosen, name: rel.version})

@@ -39,7 +39,10 @@ def _uv(idx: FakeIndex) -> Any:
         reqs = tuple(ln.strip() for ln in Path(argv[3]).read_text().splitlines() if ln.strip())
         full = argv[argv.index("--python-version") + 1]
         py = ".".join(full.split(".")[:2])
-        got = idx.resolve(reqs, py)
+        bound = argv[argv.index("--exclude-newer") + 1][:10] if "--exclude-newer" in argv else None
+        own = dict(argv[i + 1][:-len("T00:00:00Z")].split("=", 1) for i, a in enumerate(argv)
+                   if a == "--exclude-newer-package")
+        got = idx.resolve(reqs, py, bound, own)
         if got is None:
             return Completed(argv, 1, "", idx.words(sorted(r.split("=")[0] for r in reqs)))
         if "--generate-hashes" in argv:
@@ -77,7 +80,9 @@ def _reproduce(root: Path, name: str, idx: FakeIndex, monkeypatch: pytest.Monkey
         d.split("=")[0].replace("-", "_") for d in spec.dependencies.scanned])
     monkeypatch.setattr(run_mod, "check_imports", lambda spec, built, modules, **kw: [(m, "ok", "") for m in modules])
     runner = FakeRunner().on((uv_executable() or "uv", "pip", "compile"), _uv(idx)).on(
-        (lock.sys.executable, "-m", "pip", "index", "versions"), _pip_index(idx))
+        (lock.sys.executable, "-m", "pip", "index", "versions"), _pip_index(idx)).on(
+        (lock.sys.executable, "-c", lock._UPLOAD_DATE_SCRIPT), lambda argv, cwd, env: Completed(
+            argv, 0, (idx.first_upload(argv[3], argv[4]) or "") + "\n", ""))
     return reproduce.reproduce(root, paths=Paths.discover(), name=name, online=False, runner=runner)
 
 
@@ -182,3 +187,27 @@ def test_reproduce__no_relaxation_resolves__the_stop_is_a_proof_naming_the_requi
     assert not search["ok"] and search["culprits"] == ["oldtorch"]
     assert "fully relaxed" in search["proof"] and "oldtorch==0.4.0" in search["proof"]
     assert "the pin search" in rec["message"]
+
+
+def test_reproduce__an_imported_requirement_first_released_after_the_date__a_bound_of_its_own(
+        repro_project: Path, write_files: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """naslib (corpus20 held, studied after its measurement): the date estimated for the folder is
+    older than a release the code imports (nasbench-pytorch==1.0 came out months later), so even the
+    fully relaxed set does not resolve under it. The search's proof names it; it gets a bound of its
+    own (uv's --exclude-newer-package), every other requirement keeps the submission's bound, and the
+    set is tried again so."""
+    idx = FakeIndex().add("nasbench-pytorch", "1.0", "numpy>=1.21", uploaded="2022-06-01")
+    idx.add("numpy", "1.21.5", uploaded="2021-12-19").add("numpy", "1.22.0", uploaded="2021-12-31")
+    idx.add("numpy", "1.23.0", uploaded="2022-06-22")
+    folder = write_files({"n/search.py": "import nasbench_pytorch\nimport numpy\n",
+                          "n/requirements.txt": "nasbench-pytorch==1.0\nnumpy\n",
+                          "n/metadata.json": json.dumps({"date_submitted": "02-17-2022"})}) / "n"
+    monkeypatch.setattr(reproduce, "UV_FIRST", True)
+    res = _reproduce(folder, "n", idx, monkeypatch)
+    assert next(s for s in res.stages if s.name == "lock").status == "ok", res.stages
+    rec = _record(repro_project, "n")
+    assert [x["ok"] for x in rec["searches"]] == [False]
+    assert rec["searches"][0]["culprits"] == ["nasbench-pytorch"]
+    assert any("nasbench-pytorch up to 2022-06-02" in f for f in rec["fidelity"]), rec["fidelity"]
+    lock_text = (repro_project / "models" / "n" / "pdm.lock").read_text()
+    assert 'version = "1.22.0"' in lock_text  # numpy: the newest before the submission's own bound

@@ -650,7 +650,20 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
                 and not sit.package_bounds and last.error.startswith(("uv first: ", "uv, before pdm: ")) \
                 and uvtool.no_solution(last.error):
             known = pinsearch.Answer(False, last.error)
+        pins = [(relax.req_name(r), v) for r in move.requirements if (v := pinsearch.exact_version(r)) is not None]
+        missing: list[tuple[str, str]] | None = None
+
+        def worth(py: str) -> bool:
+            """Step 1 asks the declared set on another Python only where the wheels say it may help:
+            an exact pin has no wheel for the lock's own Python, and each such pin has one for ``py``
+            (a pin with no wheels at all, or none known, counts as fitting)."""
+            nonlocal missing
+            if missing is None:
+                missing = [(n, v) for n, v in pins if index.has_wheel(n, v, req.python) is False]
+            return bool(missing) and all(index.has_wheel(n, v, py) is not False for n, v in missing)
+
         result = pinsearch.search(move.requirements, oracle=oracle, pythons=pythons, imported=req.imported,
+                                  worth=worth,
                                   kind_of=requirement_kind, hint=pinsearch.hinted_names(move.error, move.requirements),
                                   time_left=lambda: SEARCH_SECONDS - (time.monotonic() - t_s), releases=releases,
                                   first=known, stated=req.python_stated)

@@ -296,7 +296,8 @@ def search(declared: Sequence[str], *, oracle: Oracle, pythons: Sequence[str],
            imported: frozenset[str] | None = None, kind_of: Callable[[str], str] = lambda _n: "model",
            hint: Sequence[str] = (), budget: int = DEFAULT_BUDGET, first: Answer | None = None,
            time_left: Callable[[], float] | None = None,
-           releases: Callable[[str], Sequence[str]] | None = None, stated: bool = False) -> Outcome:
+           releases: Callable[[str], Sequence[str]] | None = None, stated: bool = False,
+           worth: Callable[[str], bool] | None = None) -> Outcome:
     """The search of the module docstring. ``pythons``: the CPythons to try, in order of preference
     (the first is the target's own); ``hint``: names a resolver's explanation mentions (only
     ordering); ``first``: the answer for ``declared`` on ``pythons[0]`` already known (the failed
@@ -304,7 +305,8 @@ def search(declared: Sequence[str], *, oracle: Oracle, pythons: Sequence[str],
     spend (a spent budget of queries or time ends it as ``Outcome.spent``); ``releases``: the index's
     releases of a distribution (for the nearest release that fits); ``stated``: the submission states
     ``pythons[0]``, which then moves only when no relaxation resolves on it (step 1 asks it alone: a
-    pin gives way before a stated Python does)."""
+    pin gives way before a stated Python does); ``worth(python)``: whether the declared set is worth
+    asking on another Python in step 1 (evidence such as the wheels of the exact pins; default: yes)."""
     if not pythons:
         raise ValueError("the search needs at least one Python")
     ask = _Asker(oracle, budget, time_left)
@@ -312,7 +314,7 @@ def search(declared: Sequence[str], *, oracle: Oracle, pythons: Sequence[str],
         ask.answers[(tuple(declared), pythons[0])] = first
     cons = weigh(declared, imported, kind_of)
     try:
-        return _search(tuple(declared), cons, ask, tuple(pythons), imported, hint, releases, stated)
+        return _search(tuple(declared), cons, ask, tuple(pythons), imported, hint, releases, stated, worth)
     except _Spent:
         return Outcome(False, tuple(declared), pythons[0], queries=tuple(ask.log), spent=True,
                        proof=f"the search's budget ({budget} resolver queries, or its time) ran out after "
@@ -321,10 +323,12 @@ def search(declared: Sequence[str], *, oracle: Oracle, pythons: Sequence[str],
 
 def _search(declared: tuple[str, ...], cons: tuple[Constraint, ...], ask: _Asker, pythons: tuple[str, ...],
             imported: frozenset[str] | None, hint: Sequence[str],
-            releases: Callable[[str], Sequence[str]] | None, stated: bool = False) -> Outcome:
+            releases: Callable[[str], Sequence[str]] | None, stated: bool = False,
+            worth: Callable[[str], bool] | None = None) -> Outcome:
     own = pythons[0]
-    # 1. the declared set, Python by Python (only the stated one, when the submission states it)
-    for py in pythons[:1] if stated else pythons:
+    # 1. the declared set, Python by Python (only the stated one, when the submission states it; of the
+    # others only those ``worth`` asking)
+    for py in pythons[:1] if stated else [own, *(p for p in pythons[1:] if worth is None or worth(p))]:
         a = ask(declared, py)
         if a.ok:
             why = "" if py == own else (f"every declared requirement resolves as declared on CPython {py}, not on "

@@ -19,7 +19,17 @@ from tests.fakes import FakeRunner
 
 
 class _Files:
-    """The index's files of a release (one pure wheel each), for the lock made from uv's resolution."""
+    """The index's files of a release (one pure wheel each), for the lock made from uv's resolution,
+    and whether a release has a wheel for a Python (from ``idx``'s releases)."""
+
+    def __init__(self, idx: FakeIndex | None = None) -> None:
+        self.idx = idx
+
+    def has_wheel(self, name: str, version: str, python: str) -> bool | None:
+        rel = [r for r in (self.idx.releases if self.idx else []) if r.name == name and r.version == version]
+        if not rel:
+            return None
+        return any(r.pythons is None or python in r.pythons for r in rel)
 
     def requires_python(self, name: str, version: str) -> str | None:
         return None
@@ -70,7 +80,7 @@ def _reproduce(root: Path, name: str, idx: FakeIndex, monkeypatch: pytest.Monkey
     from pyrepro.uvtool import uv_executable
 
     monkeypatch.setattr(reproduce, "UV_FIRST", True)
-    monkeypatch.setattr(lock, "_index", lambda: _Files())
+    monkeypatch.setattr(lock, "_index", lambda: _Files(idx))
     monkeypatch.setattr(lock, "find_python", lambda v: Path(f"/usr/bin/python{v}"))
     monkeypatch.setattr(interp, "find_python", lambda version, *, runner=None: Path(f"/usr/bin/python{version}"))
     monkeypatch.setattr(local, "build", lambda spec, paths, **kw: BuiltModel(

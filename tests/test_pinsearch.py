@@ -231,3 +231,12 @@ def test_a_stated_python_gives_way_only_when_nothing_resolves_on_it() -> None:
     only_old = FakeIndex().add("theano", "0.9.0", pythons=("3.6",))
     out = search(("theano==0.9.0",), oracle=only_old, pythons=("3.7", "3.6"), stated=True)
     assert out.ok and out.python == "3.6" and "the Python the submission states" in out.python_reason
+
+
+def test_step_one_asks_other_pythons_only_where_the_evidence_says_it_may_help() -> None:
+    idx = FakeIndex().add("tensorflow", "2.3.0", pythons=("3.8",)).add("tensorflow", "2.5.0", pythons=("3.8", "3.9"))
+    out = search(("tensorflow==2.3.0",), oracle=idx, pythons=("3.9", "3.8"), worth=lambda py: False)
+    assert out.python == "3.9" and [r.after for r in out.relaxations] == ["tensorflow==2.*"]
+    assert all(py == "3.9" for _reqs, py in idx.asked)
+    out = search(("tensorflow==2.3.0",), oracle=idx, pythons=("3.9", "3.8"), worth=lambda py: py == "3.8")
+    assert out.python == "3.8" and out.relaxations == ()

@@ -30,13 +30,8 @@ Write = Callable[..., Path]
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / "models").mkdir(parents=True)
-    (root / "patches").mkdir()
-    (root / "flake.nix").write_text("{}\n")
-    monkeypatch.setenv("PYREPRO_ROOT", str(root))
-    return root
+def project(repro_project: Path) -> Path:
+    return repro_project
 
 
 def _json(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:

@@ -359,7 +359,7 @@ def test_lock_request__pdm_verbose_output__resolver_steps_as_details_record_as_w
     rec = RecordingProgress()
     req = lock.LockRequest("p", d, "3.10", submitted=dt.date(2023, 1, 14))
     out = lock.lock_request(req, runner=_fake_pdm_verbose(fail_first=True), progress=rec,
-                            python_exe=Path("/usr/bin/python3"), aarch64=False)
+                            python_exe=Path("/usr/bin/python3"), aarch64=False, start="as-declared")
     assert out.category == 2 and out.strategy == "date-bounded"
     details = [d for kind, label, d in rec.events if kind == "advance" and label == "lock p"]
     assert "ERROR: Unable to find a resolution for six" in details

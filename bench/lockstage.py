@@ -309,6 +309,19 @@ def fully_relaxed(model_dir: Path, record: dict[str, Any], env: dict[str, str]) 
     return out
 
 
+def scrub(text: str) -> str:
+    """``text`` with this machine's folders named by what they are (result files are committed; no
+    machine path goes into the repository): the checkout as relative paths, the cache as
+    $PYREPRO_CACHE, the folder beside the checkout (corpora, a frozen worktree, other caches) as
+    $WORK, the home folder as ~."""
+    cache = os.environ.get("PYREPRO_CACHE")
+    for path, name in ((str(REPO) + "/", ""), (cache, "$PYREPRO_CACHE"), (str(REPO.parent) + "/", "$WORK/"),
+                       (str(Path.home()) + "/", "~/")):
+        if path:
+            text = text.replace(path, name)
+    return text
+
+
 # --------------------------------------------------------------------------- reporting
 
 def summary(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -417,8 +430,8 @@ def main() -> None:
 
     def write_out() -> list[dict[str, Any]]:
         records = [done[i] for i in ids if i in done]
-        a.out.write_text(json.dumps({**meta, "written": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                                     "entries": records, "summary": summary(records)}, indent=1) + "\n")
+        a.out.write_text(scrub(json.dumps({**meta, "written": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                                           "entries": records, "summary": summary(records)}, indent=1) + "\n"))
         return records
 
     print(f"{a.corpus.name}, half {a.half}: {len(chosen)} entries, {a.budget_min:g} min each; code {meta['code']}",
@@ -437,7 +450,7 @@ def main() -> None:
         rec["code"] = meta["code"]
         done[e["id"]] = rec
         with jsonl.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(rec) + "\n")
+            f.write(scrub(json.dumps(rec)) + "\n")
         write_out()
         lk = rec.get("lock") or {}
         print(f"    {rec.get('stage')}: category {lk.get('category', '-')} {lk.get('strategy') or ''} "

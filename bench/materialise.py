@@ -1,6 +1,6 @@
 """Materialise an ``[[entry]]`` corpus (bench/corpus2.toml onwards) from fetched mirror snapshots.
 
-Usage: python bench/materialise.py CORPUS.toml OUTDIR [--mirror-root /work/.mirror] [--only a,b]
+Usage: python bench/materialise.py CORPUS.toml OUTDIR --mirror-root MIRROR_ROOT [--only a,b]
                                    [--max-mb 5] [--force] [--json]
 
 For every entry (``id``, ``repository`` (or ``repo``), ``commit``, ``path``) the blobs of ``path`` at ``commit``
@@ -125,7 +125,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", type=Path)
     ap.add_argument("out", type=Path)
-    ap.add_argument("--mirror-root", type=Path, default=Path("/work/.mirror"))
+    ap.add_argument("--mirror-root", type=Path, required=True,
+                    help="the folder the fetch tool writes its snapshots to (owner+name/...)")
     ap.add_argument("--only", default="", help="comma-separated ids")
     ap.add_argument("--max-mb", type=float, default=5.0, help="leave out blobs larger than this (MB)")
     ap.add_argument("--force", action="store_true", help="rewrite folders that exist")

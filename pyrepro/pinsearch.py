@@ -28,7 +28,7 @@ queries:
 Every answer that resolved is a set the resolver accepted; the outcome is always the last such set
 (a spent budget leaves the undecided constraints at their bare names, which resolved). Nothing here
 reads the wording of a resolver's message to decide: ``hint`` only orders the first query of step 3.
-This module does no I/O: ``pyrepro.lock`` gives it uv (``pyrepro.uvtool.ask``) as the oracle.
+This module does no I/O (it reads requirements as ``pyrepro.relax`` does): ``pyrepro.lock`` gives it uv (``pyrepro.uvtool.ask``) as the oracle.
 """
 
 from __future__ import annotations
@@ -37,9 +37,11 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
+
+from pyrepro.relax import _format, _parse, pinned_version
 
 RULE = "pin-search"
 #: oracle queries one search may make (uv answers one in seconds with a warm cache)
@@ -138,34 +140,19 @@ class Outcome:
 
 # --------------------------------------------------------------------------- constraints
 
-def _parse(req: str) -> Requirement | None:
-    try:
-        return Requirement(req)
-    except InvalidRequirement:
-        return None
-
-
 def _bare(r: Requirement) -> str:
-    extras = f"[{','.join(sorted(r.extras))}]" if r.extras else ""
-    marker = f"; {r.marker}" if r.marker is not None else ""
-    return f"{r.name}{extras}{marker}"
+    return _format(r.name, r, "")
 
 
 def _with(r: Requirement, spec: str) -> str:
-    extras = f"[{','.join(sorted(r.extras))}]" if r.extras else ""
-    marker = f"; {r.marker}" if r.marker is not None else ""
-    return f"{r.name}{extras}{spec}{marker}"
+    return _format(r.name, r, spec)
 
 
 def exact_version(req: str) -> str | None:
-    """The version of an exact pin (``==1.2.3``, ``===1.2.3``; not a wildcard), else None."""
+    """The version of an exact pin (``==1.2.3``, ``===1.2.3``; not a wildcard), else None: relax's
+    reading of a pin, for a requirement that parses and names no URL."""
     r = _parse(req)
-    if r is None or r.url or len(r.specifier) != 1:
-        return None
-    sp = next(iter(r.specifier))
-    if sp.operator in ("==", "===") and not sp.version.endswith(".*"):
-        return sp.version
-    return None
+    return None if r is None or r.url else pinned_version(req)
 
 
 def ladder(req: str) -> tuple[tuple[str, str], ...]:
@@ -476,8 +463,6 @@ def _search(declared: tuple[str, ...], cons: tuple[Constraint, ...], ask: _Asker
         i = rung[c.index]
         if i == 0:
             continue
-        if i >= len(ladders[c.index]):  # the budget ran out inside the nearest-release search
-            ladders[c.index], i = c.ladder, len(c.ladder) - 1
         after = ladders[c.index][i][1]
         if after not in reqs:  # a rung asked about but not in the set that resolved last
             after = next(t for t in reqs if _parse(t) is not None and canonicalize_name(_parse(t).name) == c.name)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up and run pyrepro's test suite on a fresh machine. README's test command; .ci/run calls it.
-# - installs Debian's nix-bin, busybox-static and graphviz when apt-get is available (root)
+# - installs Debian's nix-bin, busybox-static, graphviz and bubblewrap (the sandbox of foreign code)
+#   when apt-get is available (root)
 # - creates .venv with pyrepro and its dev dependencies
 # - runs pytest: unit tests, integration tests (the flake evaluated against the real dream2nix when
 #   ../shared/nix-sources is there), and one light end-to-end model run
@@ -13,6 +14,7 @@ if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   command -v dot >/dev/null 2>&1 || need="$need graphviz"
   command -v zip >/dev/null 2>&1 || need="$need zip"
   command -v patch >/dev/null 2>&1 || need="$need patch"
+  command -v bwrap >/dev/null 2>&1 || need="$need bubblewrap"
   if [ -n "$need" ]; then
     echo "== apt-get install$need"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q $need >/dev/null || \

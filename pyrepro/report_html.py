@@ -192,25 +192,28 @@ def verdict_svg(rows: list[VerdictRow]) -> str:
            f'<text x="{label_w}" y="22" text-anchor="end" font-weight="600">model · benchmark</text>',
            f'<text x="{cx}" y="22" text-anchor="middle" font-weight="600">re-executed vs reported value</text>',
            f'<text x="{text_x}" y="22" font-weight="600">re-executed [interval] · reported</text>',
-           f'<text x="{chip_x + chip_w / 2}" y="22" text-anchor="middle" font-weight="600">tier</text>',
-           f'<line x1="{cx}" y1="{top - 14}" x2="{cx}" y2="{top + row_h * len(rows)}" stroke="#57606a" '
-           'stroke-width="1.5" stroke-dasharray="4 3"/>']
-    for t in ticks:
+           f'<text x="{chip_x + chip_w / 2}" y="22" text-anchor="middle" font-weight="600">tier</text>']
+    if numerical:  # an axis only where something is drawn on it
+        out.append(f'<line x1="{cx}" y1="{top - 14}" x2="{cx}" y2="{top + row_h * len(rows)}" stroke="#57606a" '
+                   'stroke-width="1.5" stroke-dasharray="4 3"/>')
+    for t in ticks if numerical else []:
         x = xpos(t)
         if t:
             out.append(f'<line x1="{x:.1f}" y1="{top - 14}" x2="{x:.1f}" y2="{top + row_h * len(rows)}" '
                        'stroke="#d0d7de" stroke-width="1"/>')
         for ty in (top - 22, top + row_h * len(rows) + 20):  # the scale above the rows and below them
             out.append(f'<text x="{x:.1f}" y="{ty}" text-anchor="middle" font-size="13" fill="#424a53">{_pct(t)}</text>')
-    out.append(f'<text x="{cx}" y="{top + row_h * len(rows) + 42}" text-anchor="middle" font-size="13" '
-               'fill="#424a53">(re-executed − reported) / reported; left is lower (better for MAE)</text>')
+    if numerical:
+        out.append(f'<text x="{cx}" y="{top + row_h * len(rows) + 42}" text-anchor="middle" font-size="13" '
+                   'fill="#424a53">(re-executed − reported) / reported; left is lower (better for MAE)</text>')
     for i, r in enumerate(rows):
         y = top + i * row_h + row_h / 2
         colour = TIER_COLOURS.get(r.tier or "", NO_RUN_COLOUR)
         tip = e(f"{r.model} · {r.benchmark}: {r.tier or 'no real-data run'}: {r.reason}")
         out.append(f'<g class="verdict-row" data-tier="{e(r.tier or "none")}"><title>{tip}</title>')
+        background = "#f6f8fa" if i % 2 else "#fff"
         if i % 2:
-            out.append(f'<rect x="0" y="{y - row_h / 2:.1f}" width="{width}" height="{row_h}" fill="#f6f8fa"/>')
+            out.append(f'<rect x="0" y="{y - row_h / 2:.1f}" width="{width}" height="{row_h}" fill="{background}"/>')
         out.append(f'<text x="{label_w}" y="{y - 3:.1f}" text-anchor="end" font-weight="600">{e(r.model)}</text>'
                    f'<text x="{label_w}" y="{y + 13:.1f}" text-anchor="end" font-size="12" fill="#57606a">'
                    f'{e(r.benchmark)}</text>')
@@ -252,6 +255,9 @@ def verdict_svg(rows: list[VerdictRow]) -> str:
                 msg = r.reason
             if len(msg) > 110:
                 msg = msg[:109] + "…"
+            # the row's words cover the axis' lines: nothing is plotted in this row
+            out.append(f'<rect x="{plot_x0 - 6}" y="{y - row_h / 2 + 1:.1f}" width="{chip_x - plot_x0}" '
+                       f'height="{row_h - 2}" fill="{background}"/>')
             out.append(f'<text x="{plot_x0}" y="{y + 5:.1f}" font-size="13" font-style="italic" fill="#57606a">'
                        f'{e(msg)}</text>')
         out.append(f'<rect x="{chip_x}" y="{y - 12:.1f}" width="{chip_w}" height="24" rx="12" fill="{colour}"/>'
@@ -286,7 +292,8 @@ def render_html(rep: dict[str, Any], graphs: dict[str, ModelGraph]) -> str:
     plot = Markup(verdict_svg(vrows)) if any(r.tier is not None for r in vrows) else None  # escaped by verdict_svg
     return _ENV.get_template("report.html.j2").render(
         generated=rep["generated"], columns=report.STATUS_COLUMNS, rows=rows, sections=sections,
-        verdict_plot=plot, verdict_summary=verdict_summary(vrows), verdict_colours=TIER_COLOURS)
+        verdict_plot=plot, verdict_summary=verdict_summary(vrows), verdict_colours=TIER_COLOURS,
+        verdict_numerical=any(r.numerical for r in vrows))
 
 
 def write_html(rep: dict[str, Any], registry: Registry, paths: Paths, out: Path, *,

@@ -173,3 +173,14 @@ def test_verdict_plot__headless_chromium__drawn(tmp_path: Path, rep: dict[str, o
     a, b = screenshot(with_plot, tmp_path), screenshot(without, tmp_path)
     assert png_size(a) == png_size(b)
     assert len(a) > len(b) * 1.2, (len(a), len(b))
+
+
+def test_verdict_svg__no_numerical_verdict__rows_in_words_and_no_axis(rep: dict[str, object]) -> None:
+    rows = [r for r in report_html.verdict_rows(rep) if not r.numerical]
+    svg = report_html.verdict_svg(rows)
+    assert len(_rows_of(svg)) == len(rows) == 4
+    assert "stroke-dasharray" not in svg and "%</text>" not in svg and "(re-executed − reported)" not in svg
+    page = report_html.render_html(rep | {"models": [m for m in rep["models"]  # type: ignore[attr-defined]
+                                                     if m["name"] in ("fixture_only", "old")]}, {})
+    assert page.count('class="verdict-plot"') == 1
+    assert "None of these runs has a numerical verdict yet, so nothing is drawn on the axis." in page

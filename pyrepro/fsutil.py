@@ -61,3 +61,75 @@ def decode_text(data: bytes) -> str:
         if pairs[0::2].count(0) == len(pairs) // 2 and pairs[1::2].count(0) == 0:
             return data.decode("utf-16-be", errors="replace")
     return data.decode("utf-8", errors="replace")
+
+
+# ------------------------------------------------------------------ the submission folder is the boundary
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def link_out(base: Path, rel: str) -> str | None:
+    """The first part of ``rel`` (a path inside ``base``, ``/``-separated) that is a symbolic link
+    leading out of ``base`` (a dangling one too), as ``rel`` spells it; None when every link on the
+    way stays inside (those may be followed; a loop stays inside, and opening it fails). A ``..``
+    that climbs out counts as leaving. Nothing is read, only links resolved: a caller that gets a
+    name never opens the file."""
+    root = os.path.realpath(base)
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    for i in range(1, len(parts) + 1):
+        here = os.path.join(root, *parts[:i])
+        if parts[i - 1] == ".." or os.path.islink(here):
+            try:
+                target = os.path.realpath(here, strict=True)
+            except OSError:  # dangling or a loop: where it would lead, as far as it resolves
+                target = os.path.realpath(here)
+            if not _inside(target, root):
+                return "/".join(parts[:i])
+    return None
+
+
+def outward_links(root: Path) -> list[tuple[str, str]]:
+    """(path relative to ``root``, the link's text) of every symbolic link in the tree ``root`` that
+    does not stay inside it: an absolute link (a tree that moves keeps no absolute target inside
+    it), a relative one that resolves out of it (through other links too), and a loop. Links that
+    stay inside are not listed. Nothing is read through a link; sorted."""
+    top = os.path.realpath(root)
+    out: list[tuple[str, str]] = []
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        for n in [*dirnames, *filenames]:
+            p = os.path.join(dirpath, n)
+            if not os.path.islink(p):
+                continue
+            text = os.readlink(p)
+            keep = not os.path.isabs(text)
+            if keep:
+                try:
+                    target = os.path.realpath(p, strict=True) if os.path.exists(p) else os.path.realpath(p)
+                except OSError:
+                    keep = False
+                else:
+                    keep = _inside(target, top) and not _loops(p)
+            if not keep:
+                out.append((os.path.relpath(p, top).replace(os.sep, "/"), text))
+    return sorted(out)
+
+
+def contained_links(root: Path) -> list[tuple[str, str]]:
+    """Remove from the tree ``root`` every link ``outward_links`` lists (links that stay inside are
+    kept as links); returns them."""
+    dropped = outward_links(root)
+    top = os.path.realpath(root)
+    for rel, _text in dropped:
+        os.unlink(os.path.join(top, *rel.split("/")))
+    return dropped
+
+
+def _loops(path: str) -> bool:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        import errno
+
+        return exc.errno == errno.ELOOP
+    return False

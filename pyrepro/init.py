@@ -11,12 +11,14 @@ Nothing is overwritten without ``force``; everything is written atomically.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
+import os
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from packaging.utils import canonicalize_name
 
 from pyrepro import generate, sources
 from pyrepro.errors import InputError, NotFoundError, UsageError
+from pyrepro.fsutil import contained_links, link_out, outward_links
 from pyrepro.lock import AUTO_REASON, DECLARED_REASON
 from pyrepro.registry import NAME_RE, PY_RE, parse_model
 from pyrepro.resolve import dev_tool_reason, not_a_package_reason
@@ -239,6 +242,8 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
     doc.add(tomlkit.comment(f"Draft written by 'pyrepro init' from {folder.name}; review every value."))
     doc["schema"] = 1
     doc["name"] = name
+    # nobody has reviewed it yet: 'pyrepro run' refuses it without --draft (delete the line after review)
+    doc["draft"] = True
     doc["upstream_name"] = folder.name
     doc["aliases"] = list(d.aliases) if isinstance(python, Decisions) else ([folder.name] if folder.name != name else [])
     doc["title"] = folder.name
@@ -318,10 +323,28 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
                          "the full 40-hex commit, then add it as [[extra_sources]] (name, repository, commit)")
     if vcs:
         doc["notes"] = "; ".join(notes)
+    direct = direct_references(folder, scan)
+    for n, (decl, inside) in sorted(direct.items()):
+        where = f"{decl.path}:{decl.line}" if decl.line else decl.path
+        if inside is not None:
+            notes.append(f"{n} ({where}: {decl.spec[:80]}) is the submission's own code ({inside}): part of the pinned "
+                         "source, not a PyPI name and not installed into the environment; after review, make it "
+                         "importable from the source (a patch), or pin it as [[extra_sources]]")
+        else:
+            notes.append(f"{n} ({where}: {decl.spec[:80]}) is a direct reference to code outside the submission: "
+                         "refused, not a PyPI name and not installed; ship the code in the folder, pin it as "
+                         "[[extra_sources]] (repository and 40-hex commit), or add the PyPI release to "
+                         "dependencies.extra after review")
+    imported_direct = sorted(n for n in direct if n in scan.required)
+    if imported_direct:  # the import, not the declaration, makes these PyPI names (numpy @ file:///croot/...)
+        notes.append("the code imports " + ", ".join(imported_direct) + ", declared only as direct references: "
+                     "the PyPI distribution the import resolves to is used, not the referenced code; review it")
+    if direct:
+        doc["notes"] = "; ".join(notes)
     deps = tomlkit.table()
     deps["scanned"] = [d for d in scan.required if d not in vcs or d in pinned_sources]
     # imports behind platform/version guards keep their guard as a PEP 508 marker
-    declared = set(scan.declared_names)
+    declared = set(scan.declared_names) - set(direct)
     deps["extra"] = [f"{d}; {m}" for d, m in scan.conditional.items()] + \
         [d for d in scan.optional_distributions if d in declared]  # optional in the code, but declared
     deps["remove"] = []
@@ -337,7 +360,7 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
     for dname in scan.declared_names:
         if dname not in requirement_files:
             continue
-        if dname in used or dname in vcs or any(e.split(";")[0].strip() == dname for e in extra):
+        if dname in used or dname in vcs or dname in direct or any(e.split(";")[0].strip() == dname for e in extra):
             continue
         why = dev_tool_reason(dname)
         own = own_package(folder, dname)
@@ -433,6 +456,39 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
             mp[m.module] = row
         doc["mapping"] = mp
     return tomlkit.dumps(doc)
+
+
+def direct_references(folder: Path, scan: ScanResult) -> dict[str, tuple[Any, str | None]]:
+    """Names the submission declares only as direct references (``attrs @ file:///...``,
+    ``pkg @ https://host/pkg.tar.gz``; ``scan.metadata.direct_reference``), never as a PyPI
+    requirement: name -> (its first such declaration, the folder-relative path it points to when
+    that lies inside the submission, else None). Nothing is read: a ``file:`` address or a path is
+    resolved (links included) and checked for containment; a web address is outside."""
+    from urllib.parse import unquote, urlsplit
+
+    from pyrepro.scan.metadata import direct_reference
+
+    plain = {d.name for d in scan.declared if direct_reference(d.spec) is None}
+    root = folder.resolve()
+    out: dict[str, tuple[Any, str | None]] = {}
+    for decl in scan.declared:
+        url = direct_reference(decl.spec)
+        if url is None or decl.name in plain or decl.name in out:
+            continue
+        inside = None
+        scheme = re.match(r"^([a-z][a-z0-9+.-]*):", url)
+        if scheme is None or scheme.group(1) == "file":
+            where = unquote(urlsplit(url).path) if scheme else url
+            if where:
+                target = Path(where) if Path(where).is_absolute() else folder / Path(decl.path).parent / where
+                try:
+                    real: Path | None = target.resolve()
+                except (OSError, RuntimeError):  # a link loop: not followed
+                    real = None
+                if real is not None and real.is_relative_to(root):
+                    inside = real.relative_to(root).as_posix()
+        out[decl.name] = (decl, inside)
+    return out
 
 
 @dataclass(frozen=True)
@@ -551,7 +607,8 @@ def linked_repositories(folder: Path, modules: Sequence[str]) -> list[tuple[str,
         return []
     found: dict[str, tuple[str, str]] = {}
     readmes = [p for pattern in ("*", "*/*") for p in sorted(folder.glob(pattern))
-               if p.name.lower() in README_NAMES and p.is_file()]
+               if p.name.lower() in README_NAMES and link_out(folder, p.relative_to(folder).as_posix()) is None
+               and p.is_file()]  # a README linked to a file outside the folder is never read
     for path in readmes:
         try:
             text = decode_text(path.read_bytes())
@@ -620,9 +677,9 @@ def own_package(folder: Path, dist: str) -> str:
     sdists before it could say so)."""
     top = re.sub(r"[-.]+", "_", dist)
     for cand in dict.fromkeys((top, top.lower())):
-        if (folder / cand / "__init__.py").is_file():
+        if link_out(folder, f"{cand}/__init__.py") is None and (folder / cand / "__init__.py").is_file():
             return f"package {cand}/"
-        if (folder / f"{cand}.py").is_file():
+        if link_out(folder, f"{cand}.py") is None and (folder / f"{cand}.py").is_file():
             return f"module {cand}.py"
     return ""
 
@@ -692,6 +749,58 @@ def _imported_distributions(scan: ScanResult) -> list[tuple[str, str]]:
             for r in scan.imports if r.kind == "required" and r.distribution and not r.branch]
 
 
+@contextlib.contextmanager
+def _contained_view(folder: Path) -> Iterator[Path]:
+    """``folder`` itself when no symbolic link in it leads out of it (or loops); else a temporary
+    copy of it, under the same name, without those links (files hard-linked where the file system
+    allows, else copied; links that stay inside kept as links). The evidence readers
+    (``pyrepro.evidence``) walk and read whatever they find, so they get a tree where every path
+    stays inside the submission: a README linked to a file elsewhere on the machine is never read."""
+    if not outward_links(folder):
+        yield folder
+        return
+
+    def link_or_copy(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    tmp = Path(tempfile.mkdtemp(prefix="pyrepro-view."))
+    try:
+        view = tmp / (folder.name or folder.resolve().name)
+        shutil.copytree(folder, view, symlinks=True, copy_function=link_or_copy,
+                        ignore=shutil.ignore_patterns(".git"))
+        contained_links(view)
+        yield view
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _submission_date(folder: Path, view: Path, scan: ScanResult, index: Any) -> Any:
+    """``evidence.submission_date`` of the submission, its files read in ``view`` (see
+    ``_contained_view``); the folder's git history (which reads no file of it) in ``folder``."""
+    from pyrepro import evidence
+
+    pins, uploaded = _exact_pins(scan), index.uploaded if index else None
+    if view == folder:
+        when = evidence.submission_date(folder, pins=pins, uploaded=uploaded)
+    else:  # the same order of evidence: stated, the folder's last git commit, the rest
+        stated = evidence.stated_date(view)
+        git = evidence.git_date(folder) if stated[0] is None else (None, "")
+        when = evidence.DateChoice(*git) if git[0] is not None else evidence.submission_date(
+            view, pins=pins, uploaded=uploaded, runner=_no_git)
+    if index is not None and hasattr(index, "first_upload") and when.reason.startswith(evidence.PIN_UPLOAD):
+        when = evidence.imports_floor(when, _imported_distributions(scan), index.first_upload)
+    return when
+
+
+def _no_git(*_args: Any, **_kw: Any) -> Any:
+    """A runner for ``evidence.git_date`` in a temporary view: the view has no history of its own
+    (the folder's own was asked already)."""
+    raise OSError("no git history in a temporary view")
+
+
 def init_model(folder: Path, *, name: str, models_dir: Path, python: str | None = None, force: bool = False,
                mirror: Path | None = None, cache: Path | None = None, online: bool = True) -> InitResult:
     """Scan a folder and write a draft ``models/<name>/`` (see the module docstring). ``python``:
@@ -723,11 +832,10 @@ def init_model(folder: Path, *, name: str, models_dir: Path, python: str | None 
         index = WheelIndex(cache)
     from pyrepro import evidence
 
-    when = evidence.submission_date(folder, pins=_exact_pins(scan), uploaded=index.uploaded if index else None)
-    if index is not None and hasattr(index, "first_upload") and when.reason.startswith(evidence.PIN_UPLOAD):
-        when = evidence.imports_floor(when, _imported_distributions(scan), index.first_upload)
-    decisions, warnings = decide(folder, scan, name=name, models_dir=models_dir, python=python,
-                                 submitted=when.day.isoformat() if when.day else None, index=index)
+    with _contained_view(folder) as view:  # the evidence is read without following a link out of the folder
+        when = _submission_date(folder, view, scan, index)
+        decisions, warnings = decide(view, scan, name=name, models_dir=models_dir, python=python,
+                                     submitted=when.day.isoformat() if when.day else None, index=index)
     if when.day is None and python is None:  # undated: the stated Python's end of life bounds it
         when = evidence.python_era(decisions.python, decisions.python_reason)
     if when.day is None and python is None:  # or the day an API its code uses was removed

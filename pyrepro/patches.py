@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pyrepro import proc
 from pyrepro.errors import InputError, PatchError
+from pyrepro.fsutil import contained_links
 from pyrepro.proc import Runner
 
 CATEGORIES = ("cli", "test-mode", "paths", "api-drift", "nix", "runtime-fetch")
@@ -223,7 +224,9 @@ def _check_output(patch: Patch, out: str) -> None:
 
 
 def apply_series(series: Sequence[Patch], pristine: Path, dest: Path, *, runner: Runner = proc.run) -> Path:
-    """Copy ``pristine`` to ``dest`` with ``series`` applied; atomic, no fuzz, no offset."""
+    """Copy ``pristine`` to ``dest`` with ``series`` applied; atomic, no fuzz, no offset. A symbolic
+    link that leads out of the tree (or loops) is not copied (``fsutil.contained_links``): a patch
+    never writes through one, and the tree holds none; ``fsutil.outward_links(pristine)`` lists them."""
     dest = Path(dest)
     if dest.exists():
         raise PatchError(f"destination already exists: {dest}", hint="remove it or choose another folder")
@@ -232,6 +235,7 @@ def apply_series(series: Sequence[Patch], pristine: Path, dest: Path, *, runner:
     work = tmp / "src"
     try:
         shutil.copytree(pristine, work, symlinks=True)
+        contained_links(work)
         for dirpath, _dirs, files in os.walk(work):
             os.chmod(dirpath, 0o755)
             for f in files:
@@ -246,6 +250,7 @@ def apply_series(series: Sequence[Patch], pristine: Path, dest: Path, *, runner:
             if done.returncode != 0:
                 raise PatchError(f"{p.path.name} does not apply (exit {done.returncode}):\n{out.strip()[-800:]}",
                                  hint="the source drifted from the patch: re-create it against the pinned source")
+        contained_links(work)  # nor one a patch made
         os.rename(work, dest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -311,6 +316,8 @@ def diff_trees(old: Path, new: Path, *, runner: Runner = proc.run) -> str:
     try:
         shutil.copytree(old, tmp / "a", symlinks=True)
         shutil.copytree(new, tmp / "b", symlinks=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.orig", "*.rej"))
+        for side in ("a", "b"):  # diff follows links: one out of the tree would put a file from elsewhere in the patch
+            contained_links(tmp / side)
         res = runner(["diff", "-ruN", "a", "b"], cwd=tmp, check=False)
         if res.returncode not in (0, 1):
             raise PatchError(f"diff failed: {res.stderr.strip()}")

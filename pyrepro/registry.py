@@ -11,6 +11,7 @@ Schema (``schema = 1``), every key documented in docs/model-toml.md::
     gpu = "none"                           # none | optional | required
     benchmarks = ["ssub_formula_energy", ...]
     submitted = "2023-06-01"               # ISO date string (Nix's fromTOML rejects TOML dates)
+    draft = true                           # written by init: unreviewed (run needs --draft); delete after review
 
     [source]                               # the pinned upstream folder
     repository = "https://github.com/usnistgov/jarvis_leaderboard"
@@ -165,6 +166,9 @@ class ModelSpec:
     python_reason: str = ""  # why this Python (evidence from the submission, or how it was chosen)
     gpu_reason: str = ""
     benchmarks_reason: str = ""
+    #: written by ``pyrepro init`` (``draft = true``): nobody has reviewed this model yet, so
+    #: ``pyrepro run`` refuses it without ``--draft``; a reviewer deletes the line
+    draft: bool = False
 
     @property
     def module_mapping(self) -> dict[str, str]:
@@ -270,7 +274,11 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
     r.unknown({"schema", "name", "upstream_name", "aliases", "title", "python", "gpu", "benchmarks",
                "submitted", "source", "extra_sources", "entry", "test", "runtime", "dependencies",
                "predictions", "notes", "mapping", "python_reason", "gpu_reason", "benchmarks_reason",
-               "submitted_reason"})
+               "submitted_reason", "draft"})
+    draft = data.get("draft", False)
+    if not isinstance(draft, bool):
+        raise r.fail("draft", f"expected true or false, not {draft!r}",
+                     "write draft = true (an unreviewed draft), or delete the line once the model is reviewed")
     schema = data.get("schema")
     if schema != SCHEMA:
         raise r.fail("schema", f"unsupported schema {schema!r}", f"set schema = {SCHEMA}")
@@ -370,6 +378,7 @@ def parse_model(path: Path, text: str | None = None) -> ModelSpec:
         submitted_reason=r.text("submitted_reason", default=""),
         gpu_reason=r.text("gpu_reason", default=""),
         benchmarks_reason=r.text("benchmarks_reason", default=""),
+        draft=draft,
     )
 
 

@@ -769,14 +769,25 @@ def _fix_shebangs(env_dir: Path, new: Path) -> None:
 
 def stage_source(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None,
                  runner: Runner = proc.run) -> tuple[Path, Path, str, bool]:
-    """The staged source: (contribution dir, runtime dir, key, cache hit)."""
+    """The staged source: (contribution dir, runtime dir, key, cache hit). Symbolic links that lead
+    out of the source (or loop) are not staged: each is a warning, and the completion marker names
+    them (``links_out``)."""
+    import logging
+
+    from pyrepro import fsutil
+
     series = patches.load_series(paths.patch_dir(spec.name))
     patches.check_reviewed(paths.patch_dir(spec.name), series)  # only reviewed patches are ever applied
     key = src_key(spec, series)
     final = paths.cache / "staged" / f"{spec.name}-{key}"
-    if _complete(final) is not None and (final / verify.MANIFEST).is_file():
+    done = _complete(final)
+    # a tree staged before links out were dropped (no "links_out" in its marker) is staged again
+    if done is not None and "links_out" in done and (final / verify.MANIFEST).is_file():
         return final / "src", final / "runtime", key, True
     pristine = sources.obtain_source(spec.source, mirror=paths.mirror(mirror), cache=paths.cache).path
+    # the staged tree holds no link that leads out of it: apply_series leaves out the pristine
+    # source's, and the extra trees' are removed below; each is named (never followed)
+    links_out = fsutil.outward_links(pristine)
     final.parent.mkdir(parents=True, exist_ok=True)
     if final.exists():
         sources.make_writable(final)
@@ -788,9 +799,14 @@ def stage_source(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None,
             if e.install == "tree":
                 shutil.copytree(_extra_source_dir(e.name, e.commit, paths, e.repository), tmp / "src" / e.name,
                                 symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        links_out += fsutil.contained_links(tmp / "src")
         shutil.copytree(RUNTIME_DIR, tmp / "runtime", ignore=shutil.ignore_patterns("__pycache__"))
+        for rel, said in links_out:
+            logging.getLogger(__name__).warning("%s: %s is a link out of the source (to %r); not staged",
+                                                spec.name, rel, said[:80])
         (tmp / COMPLETE).write_text(json.dumps({"name": spec.name, "key": key,
-                                                "patches": [p.path.name for p in series]}) + "\n")
+                                                "patches": [p.path.name for p in series],
+                                                "links_out": [rel for rel, _said in links_out]}) + "\n")
         verify.write_manifest(tmp)  # checked before every run (pyrepro.verify)
         sources.make_read_only(tmp)
         _commit_dir(tmp, final)

@@ -132,6 +132,8 @@ def register(app: typer.Typer) -> None:
         gpu: bool = typer.Option(False, "--gpu", help="Use the host's NVIDIA driver when found"),
         mirror: Path = typer.Option(None, "--mirror", help="Folder holding the pinned upstream repository"),
         timeout: float = typer.Option(None, "--timeout", help="Minutes per model run"),
+        draft: bool = typer.Option(False, "--draft", help="Also run unreviewed drafts (draft = true in model.toml, "
+                                   "as 'pyrepro init' writes them): their code and pins nobody has reviewed"),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
     ) -> None:
         """Run a model or every model of a benchmark, record provenance and give a verdict."""
@@ -146,6 +148,15 @@ def register(app: typer.Typer) -> None:
         paths = Paths.discover()
         reg = load_registry(paths.models)
         bench, specs = run.select(reg, target, only=_split(only), exclude=_split(exclude))
+        drafts = [s.name for s in specs if s.draft]
+        if drafts and not draft:  # code nobody reviewed runs only when asked for by name
+            fix = ("review models/<name>/model.toml (its code, pins and notes), then delete its 'draft = true' line; "
+                   "or pass --draft to run it unreviewed")
+            if not bench or len(drafts) == len(specs):
+                raise UsageError(f"{', '.join(drafts)}: an unreviewed draft (draft = true in model.toml, written by "
+                                 "'pyrepro init'); not run", hint=fix)
+            typer.echo(f"not run, unreviewed drafts: {', '.join(drafts)} ({fix})", err=True)
+            specs = [s for s in specs if not s.draft]
         progress = CliProgress(enabled=not as_json)
         records = run.run_many(specs, paths, benchmark=bench or benchmark, test=test, data_kind=data, use_gpu=gpu,
                                mirror=mirror, progress=progress, timeout=timeout * 60 if timeout else None)

@@ -41,7 +41,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pyrepro.errors import NotFoundError
-from pyrepro.fsutil import decode_text
+from pyrepro.fsutil import decode_text, link_out
 from pyrepro.resolve import Resolution, Resolver, api_eras
 from pyrepro.scan import apiuse, fastpy, notebook, shell
 from pyrepro.scan import metadata as meta
@@ -657,15 +657,25 @@ def _extract_job(k: int) -> dict[str, Any]:
     return extract_bytes(*_FORKED_JOBS[k])
 
 
+def _link_warning(rel: str, link: str, base: Path, what: str = "") -> Warning_:
+    """The warning for a file reached through a link out of the scanned folder: it names the link
+    and what the link says (the submission's own text), never anything of the target's."""
+    try:
+        said = os.readlink(base / link)
+    except OSError:
+        said = "?"
+    return Warning_(Location(rel), f"{what}{link} is a link to {said[:80]!r}, outside the scanned folder; not read")
+
+
 def _read(src: SourceFile, base: Path | None = None) -> tuple[bytes | None, Warning_ | None]:
     try:
+        if base is not None:  # any part of the path may be a link (an include through etc -> /etc)
+            out = link_out(base, src.rel)
+            if out is not None:
+                return None, _link_warning(src.rel, out, base)
         st = src.path.lstat()
         if stat.S_ISLNK(st.st_mode):
             st = src.path.stat()  # raises for dangling links and loops
-            if base is not None:
-                target = src.path.resolve()
-                if not target.is_relative_to(base):
-                    return None, Warning_(Location(src.rel), f"a link to {target}, outside the scanned folder; not read")
         if not stat.S_ISREG(st.st_mode):
             return None, None
         if st.st_size > MAX_BYTES and src.kind in ("python", "notebook"):
@@ -687,6 +697,7 @@ def extract(walked: Walked, *, cache: Path | None = None, jobs: int | None = Non
     base = walked.base.resolve()
     # files read as declarations in their own right; an include of one is not read twice
     included = {s.rel for s in walked.files if s.kind == "metadata"}
+    included |= {os.path.realpath(s.path) for s in walked.files if s.kind == "metadata"}
     pending = collections.deque(walked.files)
     while pending:
         src = pending.popleft()
@@ -760,13 +771,19 @@ def _includes(src: SourceFile, refs: Sequence[tuple[int, str]], base: Path,
         if rel.startswith("../") or rel == ".." or posixpath.isabs(rel):
             warnings.append(Warning_(where, f"includes {ref}: outside the scanned folder; not read"))
             continue
+        out = link_out(base, rel)
+        if out is not None:  # resolved and checked before anything is opened: a link never leads out
+            w = _link_warning(src.rel, out, base, f"includes {ref}: ")
+            warnings.append(Warning_(where, w.message))
+            continue
         if not path.is_file():
             warnings.append(Warning_(where, f"includes {ref}: no such file in the folder ({rel}); its requirements are "
                                             "missing (add the file, or their pins to model.toml)"))
             continue
-        if rel in seen:
+        real = os.path.realpath(path)  # one file reached by two names (a link inside the folder) is read once
+        if rel in seen or real in seen:
             continue
-        seen.add(rel)
+        seen.update((rel, real))
         files.append(SourceFile(path, rel, "metadata"))
     return files, tuple(warnings)
 
@@ -1277,7 +1294,9 @@ def resolve(classified: Classified, resolver: Resolver) -> tuple[tuple[ImportRec
             warnings.append(Warning_(Location(path), f"local {module} ({path}) has the name of a module of the "
                                      f"distribution {res.distribution}; the code imports the local one (rename it "
                                      "if the distribution is meant)"))
-    declared = {d.name: d for d in reversed(classified.declared)}  # the first declaration of each name wins
+    # the first declaration of each name wins; a direct reference (attrs @ file:///...) names code
+    # from another place, never the PyPI project of that name, so it confirms no guess
+    declared = {d.name: d for d in reversed(classified.declared) if meta.direct_reference(d.spec) is None}
     groups: dict[str, list[FoundImport]] = {}
     for imp in classified.third_party:
         groups.setdefault(resolver.key_of(imp.module, imp.names), []).append(imp)

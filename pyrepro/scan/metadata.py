@@ -12,7 +12,9 @@
   not named for a conda environment): the top-level ``requirements`` like info.json's; a conda
   recipe's (``meta.yaml``) only ``requirements.run``;
 * ``requirements.txt``: PEP 508 lines; ``-e git+...#egg=x`` and ``x @ file:///...`` entries
-  are kept by name with a warning that they are not installable as written.
+  are kept by name with a warning that they are not installable as written; a direct reference
+  (``direct_reference``) is never a PyPI name: init makes it a note, the submission's own code or
+  a refusal.
 
 Every problem is a warning with the file and line; nothing here raises on bad input.
 """
@@ -287,14 +289,31 @@ def _req(s: str, path: str, line: int | None, warnings: Warnings, evidence: str 
         warnings.append((path, line, f"{r.name} @ {r.url[:60]}: a file of {r.name} {pinned}; read as "
                                      f"{r.name}=={pinned} (the address itself is not used)"))
         return _named(Declared(canonicalize_name(r.name), spec, path, line), warnings)
-    if r.url and r.url.startswith("file:"):
-        warnings.append((path, line, f"{r.name} points at a local file ({r.url[:60]}); not installable as written"))
-    elif r.url and not r.url.startswith(("git+", "hg+", "svn+", "bzr+")):
+    if r.url and not r.url.startswith(("git+", "hg+", "svn+", "bzr+")):
         ref = repository_reference(r.url)
         if ref is not None and ref[2]:  # name @ https://github.com/o/r/archive/<sha>.zip: the repository at <sha>
             d = _repository(r.url, path, line, warnings)
             return dataclasses.replace(d, name=canonicalize_name(r.name)) if d else None
+        # any other direct reference is kept as declared (the submission says where its code came
+        # from) but is never a PyPI name: init records it as the submission's own code when it
+        # points into the folder, and refuses it otherwise (init.direct_references)
+        what = (f"{r.name} points at a local file ({r.url[:60]})" if not re.match(r"^[a-z][a-z0-9+.-]*://", r.url)
+                or r.url.startswith("file:") else f"{r.name} @ {r.url[:60]} is a direct reference to a web address")
+        warnings.append((path, line, f"{what}: not a PyPI name, and not installed as written; if the code needs it, "
+                                     "ship it in the submission folder, pin it as [[extra_sources]] (repository and "
+                                     "40-hex commit), or add the PyPI release to model.toml after review"))
     return _named(Declared(canonicalize_name(r.name), s, path, line), warnings)
+
+
+def direct_reference(spec: str) -> str | None:
+    """The address of a declaration that is a direct reference other than a VCS source
+    (``attrs @ file:///...``, ``pkg @ https://host/pkg.tar.gz``, ``pkg @ ./local``): code pip would
+    fetch from that place, never a PyPI name; None for anything else. (A file whose name gives its
+    release was read as that release already: see ``_release_of_url``.)"""
+    m = re.match(r"^\s*[A-Za-z0-9][A-Za-z0-9._-]*\s*(?:\[[^\]]*\])?\s*@\s*(\S[^;]*)", spec)
+    if m is None or vcs_source(spec) is not None:
+        return None
+    return m.group(1).strip() or None
 
 
 def _release_of_url(name: str, url: str) -> str | None:
@@ -1096,6 +1115,18 @@ def parse_pipfile(text: str, path: str) -> MetaScan:
     for name, val in pkgs.items() if isinstance(pkgs, dict) else []:
         raw = val.get("version", "*") if isinstance(val, dict) else val
         where = _line_of(text, f"{name} =") or _line_of(text, str(name))
+        if isinstance(val, dict) and "git" in val:  # {git = "https://...", ref = "..."}: a source, never a PyPI name
+            ref = str(val.get("ref") or "")
+            url = str(val["git"])
+            if (d := _req(f"{name} @ {url if url.startswith('git+') else 'git+' + url}{'@' + ref if ref else ''}",
+                          path, where, warnings)) is not None:
+                out.append(d)
+            continue
+        if isinstance(val, dict) and ("path" in val or "file" in val):  # a folder or an archive, not an index
+            warnings.append((path, where, f"{name} comes from {str(val.get('path') or val.get('file'))[:60]}, not an "
+                                          "index: not read, and not a PyPI name (the submission's own code, or a "
+                                          "review item)"))
+            continue
         spec = "" if str(raw).strip() in ("", "*") else str(raw).strip()
         d = _req(f"{name}{spec}", path, where, warnings)
         if d is not None:

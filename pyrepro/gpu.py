@@ -248,6 +248,12 @@ def expose(driver: DriverInfo, private_dir: Path, root: Path = Path("/")) -> Pat
     return private_dir
 
 
+def device_nodes(dev: Path = Path("/dev")) -> tuple[Path, ...]:
+    """The NVIDIA device nodes a sandboxed run that uses the GPU is given (``/dev/nvidia0``,
+    ``/dev/nvidiactl``, ``/dev/nvidia-uvm``, ...; none on a machine without the driver)."""
+    return tuple(sorted(dev.glob("nvidia*"))) + tuple(sorted((dev / "dri").glob("*"))) if dev.is_dir() else ()
+
+
 def runtime_env(base: Mapping[str, str], decision: GpuDecision, driver: DriverInfo | None,
                 private_dir: Path | None) -> dict[str, str]:
     """The environment a run gets: driver libraries first on ``LD_LIBRARY_PATH`` when the

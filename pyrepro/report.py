@@ -341,10 +341,14 @@ def render_markdown(rep: dict[str, Any]) -> str:
             "sys.path under its repository's name (unverified for runs).",
             "- The `--json` output of every command is one envelope (docs/json.md); unexpected errors exit 70 with a "
             "saved traceback.",
-            "- Each run verifies what it executes before it starts (pyrepro/verify.py): every file of the staged "
-            "source against the manifest written when it was staged, and every Python file of the environment "
-            "against its distributions' RECORD hashes (compiled libraries are not re-hashed); the record lists "
-            "what was verified and how long it took. Runs recorded before this check do not have it.",
+            "- Each run and import check verifies what it executes before it starts (pyrepro/verify.py): every "
+            "file of the staged source and of the environment (compiled libraries, .pth, .pyc and RECORD "
+            "included) against the manifest written when it was made and kept outside it; the record lists what "
+            "was verified and how long it took. Runs recorded before this check do not have it.",
+            "- Foreign code (a submission's scripts, sdist builds) runs in a bubblewrap sandbox on the local "
+            "backend: read-only environment and source, no network for runs, no home, checkout or other "
+            "environment (docs/backend.md); a run with --no-sandbox says so in its record. The Nix backend's "
+            "sandbox is Nix's own and is unverified here.",
             "- The local backend installs a lock's wheels with uv since 2026-12-05 (on 3.6 and 3.7 too since "
             "2026-12-06; pip for Python 2, for sdists and when uv fails; docs/backend.md); each environment's "
             "`.pyrepro-complete` says which. "

@@ -1051,8 +1051,12 @@ def _after_lock(spec: Any, paths: Paths, stages: list[Stage], rec: dict[str, Any
                 from pyrepro import run as run_mod
 
                 record = run_mod.run_model(spec, paths, test=True, mirror=mirror, progress=progress)
-                status = "ok" if record.ok else "failed"
-                stages.append(Stage("run", status, clock() - t0, f"test run: {record.error or 'exit 0'}"))
+                if not record.ok:
+                    exc4 = run_mod.run_failure(record)
+                    stages.append(Stage("run", "failed", clock() - t0, str(exc4), exc4.hint or ""))
+                    return done(exc4)
+                stages.append(Stage("run", "ok", clock() - t0, "test run: exit 0, " + record.verdict.tier
+                                    if record.verdict is not None else "test run: exit 0"))
             except PyreproError as exc:
                 stages.append(Stage("run", "failed", clock() - t0, str(exc), _next_step(exc, "see the run logs")))
                 return done(exc)

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from pyrepro import data as data_mod
-from pyrepro import gpu, patches, proc, sources, verdict
+from pyrepro import gpu, patches, proc, sandbox, sources, verdict
 from pyrepro.backends import BuiltModel
 from pyrepro.backends import local as local_backend
-from pyrepro.errors import NetworkError, NotFoundError, PyreproError, UsageError
+from pyrepro.errors import NetworkError, NotFoundError, PyreproError, RunError, UsageError
 from pyrepro.fsutil import atomic_write_text
 from pyrepro.paths import Paths
 from pyrepro.proc import Runner
@@ -72,6 +72,18 @@ class RunRecord:
 
     def to_json(self) -> dict[str, Any]:
         return self.data
+
+
+def run_failure(record: RunRecord) -> RunError:
+    """The error a failed run stands for (``reproduce --test`` stops on it: exit 12, never ok):
+    its exit code, the verdict's reason and the end of its stderr."""
+    data = record.data
+    code = data.get("exit_code")
+    why = record.error or (record.verdict.reason if record.verdict is not None else "no verdict")
+    tail = (data.get("logs") or {}).get("stderr_tail", "").strip().splitlines()[-3:]
+    return RunError(f"the {'test' if record.test else 'benchmark'} run of {record.model} failed (exit {code}): {why}"
+                    + (f"; stderr ends: {' | '.join(tail)}" if tail else ""),
+                    hint=f"see the run's logs beside {record.record_path}")
 
 
 def resolve_benchmark(name: str) -> str:
@@ -319,6 +331,7 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
         from pyrepro.errors import MissingToolError
 
         raise MissingToolError(decision.message, hint="run it on a machine with an NVIDIA driver")
+    box = sandbox.choose()  # refused here, before anything is built, when there is none
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
     run_dir = paths.cache / "runs" / spec.name / stamp
     work, out, logs = run_dir / "work", run_dir / "out", run_dir / "logs"
@@ -331,11 +344,7 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
         b = built or local_backend.build(spec, paths, mirror=mirror, runner=runner, progress=progress)
         progress.advance(label, 1, "built")
         stage = "verify"
-        from pyrepro import verify
-
-        hint = f"rebuild: pyrepro build {spec.name} (it replaces a cached tree that fails this check)"
-        checked = [verify.verify_tree(b.src_dir.parent, rebuild_hint=f"the staged source was modified; {hint}"),
-                   verify.verify_env(b.env_dir, rebuild_hint=f"the environment was modified; {hint}")]
+        checked = verify_built(spec, b)
         stage = "data"
         ds = prepare_data(data_kind, paths, spec, mirror=mirror)
     except PyreproError as exc:
@@ -352,12 +361,12 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
            "--data-dir", str(ds.data_dir), "--output-dir", str(out)]
     if test:
         cmd += list(spec.test.args)
-    prefix, protection = readonly_prefix(b.src_dir.parent, runner)
     base = {
         "PATH": f"{b.env_dir / 'bin'}:/usr/local/bin:/usr/bin:/bin",
         "HOME": str(work / "home"), "XDG_CACHE_HOME": str(work / "home" / ".cache"),
         "MPLCONFIGDIR": str(work / "home" / ".mpl"), "MPLBACKEND": "Agg",
         "PYTHONPATH": str(b.runtime_dir), "PYTHONNOUSERSITE": "1", "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",  # the environment and source stay as verified
         "PYREPRO_BENCHMARKS_DIR": str(ds.benchmarks_dir), "PYREPRO_DATA_DIR": str(ds.data_dir),
         "PYREPRO_DATA_KIND": ds.kind, "TMPDIR": str(work),
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(os.cpu_count() or 1)),
@@ -370,12 +379,23 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
     if decision.use_gpu and discovery.driver is not None:
         gpu.expose(discovery.driver, private)
     env = gpu.runtime_env(base, decision, discovery.driver, private if decision.use_gpu else None)
+    if box.active:
+        mounts = sandbox.for_environment(b.env_dir).plus(
+            read_only=[b.src_dir.parent, ds.benchmarks_dir, ds.data_dir,
+                       *([private, Path(discovery.driver.lib_dir)] if decision.use_gpu and discovery.driver else [])],
+            writable=[work, out, logs])
+        if decision.use_gpu:
+            mounts = sandbox.Mounts(mounts.read_only, mounts.writable, gpu.device_nodes(), mounts.network)
+        argv, protection = box.wrap(cmd, mounts, cwd=work), "read-only in the sandbox (bubblewrap)"
+    else:
+        prefix, protection = readonly_prefix(b.src_dir.parent, runner)
+        argv = [*prefix, *cmd]
     t0 = time.monotonic()
     exit_code: int | None = None
     error = None
     with open(logs / "stdout.log", "w") as so, open(logs / "stderr.log", "w") as se:
         try:
-            done = runner([*prefix, *cmd], cwd=work, env=env, check=False, timeout=timeout, stdout_file=so,
+            done = runner(argv, cwd=work, env=env, check=False, timeout=timeout, stdout_file=so,
                           stderr_file=se, on_line=output_detail(progress, label))
             exit_code = done.returncode
         except PyreproError as exc:
@@ -420,6 +440,7 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
         "data": {"kind": ds.kind, "digest": ds.digest,
                  "note": "fixture data proves executability, never a numerical result" if ds.kind == "fixture" else ""},
         "source_protection": protection,
+        "sandbox": box.to_json(),
         "seeds": static_seeds(b.src_dir / script),
         "seeds_observed": observed_seeds(logs / "seeds.jsonl", {str(work): "", str(b.env_dir): "<env>",
                                                                str(b.src_dir): ""}),
@@ -825,6 +846,16 @@ def _scan_plan(spec: ModelSpec, built: BuiltModel) -> tuple[list[str], list[str]
     return sorted(out), left_out, branches, where
 
 
+def verify_built(spec: ModelSpec, built: BuiltModel) -> list[Any]:
+    """The staged source and the environment against what was recorded when they were made
+    (``pyrepro.verify``); ``IntegrityError`` names the first difference and how to rebuild."""
+    from pyrepro import verify
+
+    hint = f"rebuild: pyrepro build {spec.name} (it replaces a cached tree that fails this check)"
+    return [verify.verify_tree(built.src_dir.parent, rebuild_hint=f"the staged source was modified; {hint}"),
+            verify.verify_env(built.env_dir, rebuild_hint=f"the environment was modified; {hint}")]
+
+
 def check_imports(spec: ModelSpec, built: BuiltModel, *, modules: Sequence[str] = (),
                   runner: Runner = proc.run) -> list[tuple[str, str, str]]:
     """Import each module inside the built environment; (module, ok|error, message).
@@ -832,9 +863,13 @@ def check_imports(spec: ModelSpec, built: BuiltModel, *, modules: Sequence[str] 
     Without ``modules``: every third-party module the staged source imports unconditionally
     (``scan_path``), then every top-level module of the model's distributions.
     """
+    # nothing of the environment runs before it is verified (a planted .pth or module would)
+    verify_built(spec, built)
+    box = sandbox.choose()
     env = {"PATH": f"{built.env_dir / 'bin'}:/usr/bin:/bin", "PYTHONPATH": str(built.runtime_dir),
-           "HOME": str(built.env_dir.parent / ".home"), "MPLBACKEND": "Agg", "PYTHONNOUSERSITE": "1",
+           "MPLBACKEND": "Agg", "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
            "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    mounts = sandbox.for_environment(built.env_dir).plus(read_only=[built.runtime_dir])
     req: dict[str, Any] = ({"modules": list(modules)} if modules else
                            {"modules": scanned_modules(spec, built), "distributions": model_distributions(spec)})
     from pyrepro.resolve import inside_folder
@@ -846,8 +881,12 @@ def check_imports(spec: ModelSpec, built: BuiltModel, *, modules: Sequence[str] 
     # missing 'models'), and an import that writes a file (automatminer's log) would write there
     def probe(request: dict[str, Any]) -> tuple[list[tuple[str, str, str]] | None, Any]:
         with tempfile.TemporaryDirectory(prefix="pyrepro-imports-") as work:
-            done = runner([str(built.env_dir / "bin" / "python"), "-c", _import_probe(), json.dumps(request)],
-                          env=env, check=False, timeout=1800, cwd=Path(work))
+            argv = [str(built.env_dir / "bin" / "python"), "-c", _import_probe(), json.dumps(request)]
+            home = Path(work) / "home"
+            home.mkdir()
+            done = runner(box.wrap(argv, mounts.plus(writable=[Path(work)]), cwd=Path(work)),
+                          env={**env, "HOME": str(home), "TMPDIR": str(work)}, check=False, timeout=1800,
+                          cwd=Path(work))
         try:
             return [(r[0], r[1], r[2]) for r in json.loads(probe_result(done.stdout))], done
         except (ValueError, IndexError, TypeError):

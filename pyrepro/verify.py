@@ -1,36 +1,39 @@
 """Content verification of what a run executes: the staged source and the built environment.
 
-A cached tree was trusted on its completion marker alone: a line added to a staged script or to
-a module inside an environment still ran, and the record still vouched for the pinned tree id.
-Now, before every run:
+When a tree is made (a staged source, an environment), pyrepro writes its **manifest**: every
+file's sha256, size and executable bit, and every link's target, of every file in the tree
+(compiled libraries, ``.pth``, ``.pyc`` and the ``RECORD`` files included). The manifest is kept
+**outside the tree**, in the cache's ``manifests/`` folder, named after the tree (whose name
+carries the lock's or the patch series' key, ``manifest_path``): code that runs with the tree
+cannot edit the manifest beside the file it changed.
 
-* the staged (patched) source is checked against the manifest written when it was staged
-  (``MANIFEST.json``: every file's sha256; a file added, changed or removed is a mismatch);
-* the environment is checked against its installed distributions' own ``RECORD`` files (the
-  hashes pip wrote at install time) for every Python file, and no Python file may sit in
-  site-packages that no RECORD lists (an injected ``sitecustomize.py``).
+Before every run and every import check (``pyrepro.run``), the tree must equal its manifest: a
+file added (a planted ``sitecustomize.py``, ``.pth`` or ``__pycache__/*.pyc``), changed (a byte
+appended to a compiled library, a module and its ``RECORD`` row edited together), removed, or a
+link retargeted is an ``IntegrityError`` naming the file and how to rebuild.
 
-A mismatch raises ``IntegrityError`` naming the file and how to rebuild. The result says what was
-checked and how long it took; the run record keeps it. Compiled files (``.so``) and data are not
-re-hashed on every run (the big part of an environment, several GB for torch), which the record
-states.
+Hashing a torch environment (several GB) on every run would cost more than the run, so a second
+index (``<manifest>.stat.json``, also outside the tree) keeps each file's size, mtime, ctime and
+inode from the last verification that hashed it: such a file is not hashed again. Changing a
+file's content changes its ctime, which no ordinary tool can set back; a file changed within
+``RACY`` seconds of that verification is hashed every time (as git does).
 """
 
 from __future__ import annotations
 
-import base64
-import csv
 import json
 import os
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from pyrepro.errors import IntegrityError
-from pyrepro.fsutil import file_sha256
+from pyrepro.fsutil import atomic_write_text, file_sha256
 
-MANIFEST = "MANIFEST.json"
-_SKIP_PARTS = ("__pycache__",)
+MANIFESTS = "manifests"  # the cache's folder of manifests, beside envs/ and staged/
+SCHEMA = 2
+RACY = 2.0  # seconds
 
 
 @dataclass(frozen=True)
@@ -44,145 +47,130 @@ class Verified:
         return {"what": self.what, "files": self.files, "seconds": round(self.seconds, 3), "scope": self.scope}
 
 
-def _sha256(path: Path) -> str:
-    return str(file_sha256(path).hexdigest())
+def manifest_path(tree: Path) -> Path:
+    """Where the manifest of ``tree`` (``<cache>/<kind>/<name>``) is kept:
+    ``<cache>/manifests/<kind>-<name>.json``."""
+    tree = Path(os.path.abspath(tree))
+    return tree.parent.parent / MANIFESTS / f"{tree.parent.name}-{tree.name}.json"
 
 
-def _files(root: Path) -> dict[str, Path]:
-    out: dict[str, Path] = {}
+def _stat_path(manifest: Path) -> Path:
+    return manifest.with_name(manifest.stem + ".stat.json")
+
+
+def _entries(root: Path) -> dict[str, os.stat_result]:
+    """Every file and link under ``root`` (not followed), by path relative to it."""
+    out: dict[str, os.stat_result] = {}
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in _SKIP_PARTS]
-        for n in filenames:
-            p = Path(dirpath, n)
-            rel = p.relative_to(root).as_posix()
-            if rel != MANIFEST and not n.endswith(".pyc"):
-                out[rel] = p
+        for n in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            p = os.path.join(dirpath, n)
+            out[os.path.relpath(p, root)] = os.lstat(p)
     return out
-
-
-def write_manifest(root: Path) -> Path:
-    """Record every file of a staged tree (before it is made read-only)."""
-    data = {rel: _sha256(p) for rel, p in sorted(_files(root).items()) if not p.is_symlink()}
-    path = root / MANIFEST
-    path.write_text(json.dumps(data, indent=0, sort_keys=True) + "\n", encoding="utf-8")
-    return path
-
-
-def verify_tree(root: Path, *, rebuild_hint: str) -> Verified:
-    """Check a staged tree against its manifest; IntegrityError names the first difference."""
-    t0 = time.monotonic()
-    path = root / MANIFEST
-    try:
-        want: dict[str, str] = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise IntegrityError(f"{path}: missing or unreadable manifest of the staged source",
-                             hint=rebuild_hint) from exc
-    have = _files(root)
-    for rel in sorted(set(want) | {r for r, p in have.items() if not p.is_symlink()}):
-        p = have.get(rel)
-        if rel not in want:
-            raise IntegrityError(f"{root / rel}: a file the staged source never had", hint=rebuild_hint)
-        if p is None:
-            raise IntegrityError(f"{root / rel}: missing from the staged source", hint=rebuild_hint)
-        got = _sha256(p)
-        if got != want[rel]:
-            raise IntegrityError(f"{root / rel}: changed since it was staged", expected=want[rel][:16],
-                                 actual=got[:16], hint=rebuild_hint)
-    return Verified("source", len(want), time.monotonic() - t0, "every file against MANIFEST.json")
-
-
-def _record_hash(path: Path) -> str:
-    """The hash as pip writes it in RECORD (urlsafe base64, no padding)."""
-    return "sha256=" + base64.urlsafe_b64encode(file_sha256(path).digest()).rstrip(b"=").decode()
-
-
-def site_packages(env_dir: Path) -> list[Path]:
-    return sorted(p for p in (env_dir / "lib").glob("python*/site-packages") if p.is_dir())
-
-
-STAT_INDEX = ".pyrepro-verified.json"  # in the environment's root, outside site-packages
-RACY = 2.0  # seconds: a file changed this close to the index's writing is hashed again (as git does)
 
 
 def _stat_key(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
-def verify_env(env_dir: Path, *, rebuild_hint: str, use_index: bool = True) -> Verified:
-    """Every Python file an installed distribution's RECORD lists must have its recorded hash,
-    and every Python file in site-packages must be listed by some RECORD.
+def _digest(path: Path) -> str:
+    return str(file_sha256(path).hexdigest())
 
-    A file whose size, mtime, ctime and inode equal those of the last verification that hashed
-    it (``STAT_INDEX``, with its RECORD hash) is not hashed again: changing a file's content
-    changes its ctime, which no ordinary tool can set back. Files changed within ``RACY`` seconds
-    of that verification are hashed every time."""
+
+def write_manifest(tree: Path, *, at: Path | None = None) -> Path:
+    """Record every file and link of ``tree`` (``at``: where, default ``manifest_path(tree)``;
+    a tree built under a temporary name gives its final one's). The stat index is written with
+    it, so the first verification does not hash everything again."""
+    at = at or manifest_path(tree)
+    files: dict[str, list] = {}
+    links: dict[str, str] = {}
+    index: dict[str, list] = {}
+    for rel, st in sorted(_entries(tree).items()):
+        p = tree / rel
+        if stat.S_ISLNK(st.st_mode):
+            links[rel] = os.readlink(p)
+        elif stat.S_ISREG(st.st_mode):
+            digest = _digest(p)
+            files[rel] = [digest, st.st_size, bool(st.st_mode & 0o111)]
+            index[rel] = [*_stat_key(st), digest]
+    at.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(at, json.dumps({"schema": SCHEMA, "files": files, "links": links}, sort_keys=True) + "\n")
+    atomic_write_text(_stat_path(at), json.dumps({"written": time.time(), "files": index}))
+    return at
+
+
+def has_manifest(tree: Path) -> bool:
+    return manifest_path(tree).is_file()
+
+
+def _verify(tree: Path, what: str, rebuild_hint: str, *, use_index: bool = True) -> Verified:
     t0 = time.monotonic()
-    checked = hashed = 0
-    index_path = env_dir / STAT_INDEX
+    mpath = manifest_path(tree)
+    try:
+        data = json.loads(mpath.read_text(encoding="utf-8"))
+        want_files: dict[str, list] = data["files"]
+        want_links: dict[str, str] = data["links"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise IntegrityError(f"{tree}: no manifest of this {what} ({mpath} is missing or unreadable): it was made "
+                             "by an older pyrepro, or the manifest was removed", hint=rebuild_hint) from exc
+    spath = _stat_path(mpath)
     old: dict[str, list] = {}
+    stamp = 0.0
     if use_index:
         try:
-            data = json.loads(index_path.read_text(encoding="utf-8"))
-            old = data.get("files", {}) if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            old = {}
-    new: dict[str, list] = {}
+            idx = json.loads(spath.read_text(encoding="utf-8"))
+            old, stamp = idx.get("files", {}), float(idx.get("written", 0))
+        except (OSError, ValueError, AttributeError, TypeError):
+            old, stamp = {}, 0.0
     started = time.time()
-    for sp in site_packages(env_dir):
-        sps = str(sp)
-        listed: set[str] = set()
-        # a file two distributions both ship (a top-level 'tests/__init__.py') is listed by both
-        # RECORDs, with the hash of whichever was installed last: it must match one of them
-        claims: dict[str, list[str]] = {}
-        for record in sorted(sp.glob("*.dist-info/RECORD")):
-            try:
-                rows = list(csv.reader(record.read_text(encoding="utf-8").splitlines()))
-            except (OSError, csv.Error, UnicodeDecodeError) as exc:
-                raise IntegrityError(f"{record}: unreadable install record", hint=rebuild_hint) from exc
-            for row in rows:
-                if len(row) < 2:
-                    continue
-                rel, digest = row[0], row[1]
-                target = os.path.normpath(os.path.join(sps, rel))
-                listed.add(target)
-                # scripts in bin/ are outside: their shebang is rewritten when the environment is moved
-                if not rel.endswith(".py") or not digest or not target.startswith(sps + os.sep):
-                    continue
-                claims.setdefault(target, [])
-                if digest not in claims[target]:
-                    claims[target].append(digest)
-        for target, digests in claims.items():
-            try:
-                st = os.stat(target)
-            except OSError:
-                raise IntegrityError(f"{target}: missing from the environment", hint=rebuild_hint) from None
-            key = _stat_key(st)
-            prev = old.get(target)
-            if prev is not None and prev[:4] == key and prev[4] in digests and st.st_ctime_ns / 1e9 <= started - RACY:
-                digest = prev[4]
-            else:
-                got = _record_hash(Path(target))
-                if got not in digests:
-                    raise IntegrityError(f"{target}: changed since it was installed", hint=rebuild_hint)
-                digest = got
-                hashed += 1
-            new[target] = [*key, digest]
-            checked += 1
-        for dirpath, dirnames, filenames in os.walk(sps):
-            dirnames[:] = [d for d in dirnames if d not in _SKIP_PARTS]
-            for n in filenames:
-                if n.endswith(".py") or n.endswith(".pth"):
-                    p = os.path.join(dirpath, n)
-                    if p not in listed and not n.startswith("_virtualenv") and n != "distutils-precedence.pth":
-                        raise IntegrityError(f"{p}: a file no installed distribution lists", hint=rebuild_hint)
-    if use_index and new != old:
+    have = _entries(tree)
+    if extra := sorted(set(have) - set(want_files) - set(want_links)):
+        raise IntegrityError(f"{tree / extra[0]}: a file that was not in the {what} when it was made"
+                             + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""), hint=rebuild_hint)
+    if gone := sorted((set(want_files) | set(want_links)) - set(have)):
+        raise IntegrityError(f"{tree / gone[0]}: missing from the {what}", hint=rebuild_hint)
+    new: dict[str, list] = {}
+    hashed = 0
+    for rel in sorted(want_links):
+        st = have[rel]
+        if not stat.S_ISLNK(st.st_mode) or os.readlink(tree / rel) != want_links[rel]:
+            raise IntegrityError(f"{tree / rel}: a link changed since the {what} was made", hint=rebuild_hint)
+    for rel, (digest, size, executable) in sorted(want_files.items()):
+        st = have[rel]
+        if not stat.S_ISREG(st.st_mode) or st.st_size != size or bool(st.st_mode & 0o111) != executable:
+            raise IntegrityError(f"{tree / rel}: changed since the {what} was made", hint=rebuild_hint)
+        key = _stat_key(st)
+        prev = old.get(rel)
+        if prev is not None and prev[:4] == key and prev[4] == digest and st.st_ctime_ns / 1e9 <= stamp - RACY:
+            new[rel] = prev
+            continue
+        got = _digest(tree / rel)
+        hashed += 1
+        if got != digest:
+            raise IntegrityError(f"{tree / rel}: changed since the {what} was made", expected=digest[:16],
+                                 actual=got[:16], hint=rebuild_hint)
+        new[rel] = [*key, got]
+    if use_index and (hashed or new != old):
         try:
-            from pyrepro.fsutil import atomic_write_text
-
-            atomic_write_text(index_path, json.dumps({"files": new}))
+            atomic_write_text(spath, json.dumps({"written": started, "files": new}))
         except OSError:
-            pass  # a read-only environment is verified in full each time
-    return Verified("environment", checked, time.monotonic() - t0,
-                    "every .py and .pth file against the installed distributions' RECORD hashes "
-                    f"({hashed} hashed now, {checked - hashed} unchanged since a hashing verification by size, "
-                    "mtime, ctime and inode; compiled libraries and data are not re-hashed)")
+            pass  # verified in full next time
+    n = len(want_files) + len(want_links)
+    return Verified(what, n, time.monotonic() - t0,
+                    f"every file and link ({len(want_files)} files, compiled libraries, .pth, .pyc and RECORD "
+                    f"included) against the manifest written when it was made, kept outside it ({hashed} hashed "
+                    f"now, {len(want_files) - hashed} unchanged since a hashing verification by size, mtime, ctime "
+                    "and inode)")
+
+
+def verify_tree(root: Path, *, rebuild_hint: str, use_index: bool = True) -> Verified:
+    """Check a staged source tree against its manifest; IntegrityError names the first difference."""
+    return _verify(root, "source", rebuild_hint, use_index=use_index)
+
+
+def verify_env(env_dir: Path, *, rebuild_hint: str, use_index: bool = True) -> Verified:
+    """Check an environment against its manifest; IntegrityError names the first difference."""
+    return _verify(env_dir, "environment", rebuild_hint, use_index=use_index)
+
+
+def site_packages(env_dir: Path) -> list[Path]:
+    return sorted(p for p in (env_dir / "lib").glob("python*/site-packages") if p.is_dir())

@@ -22,6 +22,9 @@ def _pip_installer_unless_real(request: pytest.FixtureRequest, monkeypatch: pyte
     if not (request.node.get_closest_marker("network") or request.node.get_closest_marker("integration")):
         monkeypatch.setenv("PYREPRO_INSTALLER", "pip")
         monkeypatch.setenv("PYREPRO_BUILD_JOBS", "1")  # one pip install of the sdists (a test sets more)
+        # fake runners read the commands as pyrepro writes them: without the sandbox's prefix (the
+        # sandbox's own tests, and every integration test, run with it)
+        monkeypatch.setenv("PYREPRO_SANDBOX", "off")
 
 
 @pytest.fixture

@@ -277,7 +277,7 @@ def test_run_cli__tampered_staged_source_or_env__exit_5_names_file_and_build_rep
     capsys.readouterr()
     assert main(["run", "mini", "--test", "--mirror", mirror]) == 5
     err = capsys.readouterr().err
-    assert str(script) in err and "changed since it was staged" in err and "pyrepro build mini" in err
+    assert str(script) in err and "changed since the source was made" in err and "pyrepro build mini" in err
     assert main(["build", "mini", "--mirror", mirror]) == 0  # replaces the tampered tree
     assert "tampered" not in script.read_text()
     # 2. a module inside the environment
@@ -287,7 +287,7 @@ def test_run_cli__tampered_staged_source_or_env__exit_5_names_file_and_build_rep
     capsys.readouterr()
     assert main(["run", "mini", "--test", "--mirror", mirror]) == 5
     err = capsys.readouterr().err
-    assert "six.py" in err and "changed since it was installed" in err
+    assert "six.py" in err and "changed since the environment was made" in err
     assert main(["build", "mini", "--mirror", mirror]) == 0
     assert "TAMPERED" not in next((b.env_dir / "lib").glob("python*/site-packages/six.py")).read_text()
     capsys.readouterr()

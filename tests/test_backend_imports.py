@@ -16,6 +16,16 @@ from pyrepro.registry import load_registry
 SC = Path(__file__).parent / "scenarios" / "backend"
 
 
+@pytest.fixture(autouse=True)
+def _trees_verified(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The fake environments here have no manifest: their verification (tested in test_verify.py
+    and test_sandbox.py) is recorded, not run; a real build (integration) is verified for real."""
+    calls: list[str] = []
+    if not request.node.get_closest_marker("integration"):
+        monkeypatch.setattr(run, "verify_built", lambda spec, built: calls.append(built.name) or [])
+    return calls
+
+
 @pytest.mark.integration
 def test_check_imports__mini_env__scanned_ok_unknown_reported(tmp_path: Path) -> None:
     root = tmp_path / "root"

@@ -33,7 +33,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from pyrepro import lock, patches, proc, sources, uvtool, verify
+from pyrepro import lock, patches, proc, sandbox, sources, uvtool, verify
 from pyrepro.backends import BuiltModel
 from pyrepro.errors import (
     BuildError,
@@ -343,6 +343,36 @@ def _build_bound(spec: ModelSpec, sdists: list[Locked] | None, index: Any) -> dt
     return max([d for d in (submitted, *days) if d is not None], default=None)
 
 
+def boxed_builds(runner: Runner, box: sandbox.Sandbox, env_dir: Path, paths: Paths) -> Runner:
+    """``runner`` for the commands that build foreign code into ``env_dir`` (an sdist's
+    ``setup.py``, a source folder's build): each in ``box`` with the network (an isolated build
+    fetches its build requirements from the index) and, writable, only the environment being
+    built, the folders its command names under the system's temporary folder (the wheels it
+    writes) and a private work folder (home, ``TMPDIR`` and pip's cache); read-only the
+    interpreter, the download store and pyrepro's build tools. Nothing else of the machine: no
+    home, no checkout, no other environment."""
+    if not box.active:
+        return runner
+
+    def run(cmd: Sequence[str], **kw: Any) -> Any:
+        work = Path(tempfile.mkdtemp(prefix="pyrepro-build-"))
+        try:
+            (work / "home").mkdir()
+            env = {**(kw.pop("env", None) or os.environ), "HOME": str(work / "home"), "TMPDIR": str(work),
+                   "PIP_CACHE_DIR": str(work / "pip-cache"), "PYTHONNOUSERSITE": "1"}
+            tmp_root = os.path.realpath(tempfile.gettempdir())
+            named = [Path(a) if os.path.isdir(a) else Path(a).parent for a in map(str, cmd)
+                     if os.path.isabs(a) and os.path.realpath(a).startswith(tmp_root + os.sep) and os.path.exists(a)]
+            mounts = sandbox.Mounts(read_only=(*sandbox.interpreter_paths(env_dir), download_store(paths),
+                                               paths.cache / "tools"),
+                                    writable=(env_dir, work, *named), network=True)
+            return runner(box.wrap(cmd, mounts, cwd=kw.pop("cwd", None) or work), env=env, **kw)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    return run
+
+
 def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progress: Progress = NULL_PROGRESS,
               platform: str | None = None, index: Any = None,
               sdist_seconds: float | None = None) -> tuple[Path, str, str, bool]:
@@ -355,7 +385,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
     key = env_key(spec, platform)
     final = paths.cache / "envs" / f"{spec.name}-{key}"
     info = _complete(final)
-    if info is not None:
+    if info is not None and verify.has_manifest(final):
         return final, key, str(info.get("python", spec.python)), True
     python = find_python(spec.python, runner=runner)
     pkgs = locked_packages(spec.dir / "pdm.lock", spec.python, platform or host_platform())
@@ -388,6 +418,9 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
         # installed package it never declared (torch-scatter imports torch) still builds.
         wheels = [p for p in pkgs if not p.sdist_only]
         sdists = [p for p in pkgs if p.sdist_only]
+        # what builds foreign code (sdists, source folders) runs in the sandbox; without one it is
+        # refused here, unless switched off (--no-sandbox), before anything is installed
+        builder = boxed_builds(runner, sandbox.choose(), tmp, paths) if sdists or extra_pkgs else runner
         # the wheels: uv where it can (several times faster: parallel, unpacked once per machine),
         # pip where it cannot (Pythons before UV_OLDEST) or when uv fails
         uv = uv_binary() if version_key(spec.python) >= version_key(UV_OLDEST) else None
@@ -420,7 +453,7 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
             for flags in tries:
                 if flags:  # without isolation the venv builds: give it the build tools of the era first
                     tools = no_isolation_tools(bounded, pkgs, spec, paths, index, bound)
-                    done = runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--progress-bar=off",
+                    done = builder([str(tmp / "bin" / "python"), "-m", "pip", "install", "--progress-bar=off",
                                    *tools], env=env, check=False, timeout=1800,
                                   on_line=output_detail(progress, label, pip_detail))
                     progress.advance(label, 0, "build tools for the build without isolation: " + " ".join(tools))
@@ -438,15 +471,18 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                 def install(*extra: str, flags: list[str] = flags, req: Path = req, group: list[Locked] = group) -> Any:
                     run_env = iso_env if group is sdists and not flags else env
                     if group is sdists and len(group) > 1 and build_jobs() > 1:
-                        return build_sdists_in_parallel(tmp / "bin" / "python", group, flags, run_env, runner,
+                        return build_sdists_in_parallel(tmp / "bin" / "python", group, flags, run_env, builder,
                                                         progress, label, cap=cap, timed_out=timed_out,
                                                         store=paths.cache / "built-wheels")
                     argv = [str(tmp / "bin" / "python"), "-m", "pip", "install", "--require-hashes",
                             "--no-deps", "--progress-bar=off", *flags, *extra, "-r", str(req)]
                     if group is not sdists:
+                        # the lock names a wheel for each of these: never a fallback to its sdist (a
+                        # wheel's hash edited in pdm.lock would make pip build the sdist instead)
+                        argv[argv.index("-r"):argv.index("-r")] = ["--only-binary", ":all:"]
                         return runner(argv, env=run_env, check=False, timeout=7200,
                                       on_line=output_detail(progress, label, pip_detail))
-                    return _capped(runner, argv, run_env, cap, group, timed_out, progress, label)
+                    return _capped(builder, argv, run_env, cap, group, timed_out, progress, label)
 
                 res = None
                 if group is wheels and uv is not None:
@@ -500,8 +536,13 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
                 raise BuildError(f"installing {what} of {spec.name} failed: " + "; then ".join(failures), hint=hint)
         progress.advance(label, len(pkgs), "installed")
         for src in extra_pkgs:
-            runner([str(tmp / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-build-isolation", str(src)],
-                   env=env, check=True, timeout=3600, on_line=output_detail(progress, label, pip_detail))
+            # built from a copy (pip builds in the tree, writing build/ and *.egg-info there): the
+            # cached checkout stays as fetched, and the sandboxed build sees only the copy
+            with tempfile.TemporaryDirectory(prefix="pyrepro-extra-src-") as copy_dir:
+                copy = Path(copy_dir) / src.name
+                shutil.copytree(src, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+                builder([str(tmp / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-build-isolation",
+                         str(copy)], env=env, check=True, timeout=3600, on_line=output_detail(progress, label, pip_detail))
         version = runner([str(tmp / "bin" / "python"), "-c",
                           "import platform; print(platform.python_version())"], check=True).stdout.strip()
         _fix_shebangs(tmp, final)
@@ -515,6 +556,8 @@ def build_env(spec: ModelSpec, paths: Paths, *, runner: Runner = proc.run, progr
             info["build_requirements"] = {"bound": str(bound), "constraints": list(bounded.constraints),
                                           "notes": list(bounded.notes)}
         (tmp / COMPLETE).write_text(json.dumps(info) + "\n")
+        # every file as installed, kept outside the environment: checked before every run
+        verify.write_manifest(tmp, at=verify.manifest_path(final))
         _commit_dir(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -705,8 +748,11 @@ def _uv_install(uv: str, venv: Path, req: Path, paths: Paths, env: dict[str, str
                 progress: Progress, label: str) -> Any:
     """Install the hash-pinned wheels of ``req`` into ``venv`` with uv (no sdist is built: those are
     pip's phase). The result; a failure leaves the venv to pip, which installs over it."""
+    # copied, never hard-linked from uv's cache: an environment shares no file (inode) with the
+    # cache or another environment, so a write into one cannot change the others; compiled to
+    # bytecode here, as runs do not write any (PYTHONDONTWRITEBYTECODE) into a verified tree
     argv = [uv, "pip", "install", "--python", str(venv / "bin" / "python"), "--require-hashes", "--no-deps",
-            "--no-build", "--no-config", "-r", str(req)]
+            "--no-build", "--no-config", "--link-mode", "copy", "--compile-bytecode", "-r", str(req)]
     index = env.get("PIP_INDEX_URL")
     if index:
         argv[3:3] = ["--index-url", index]
@@ -782,7 +828,7 @@ def stage_source(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None,
     final = paths.cache / "staged" / f"{spec.name}-{key}"
     done = _complete(final)
     # a tree staged before links out were dropped (no "links_out" in its marker) is staged again
-    if done is not None and "links_out" in done and (final / verify.MANIFEST).is_file():
+    if done is not None and "links_out" in done and verify.has_manifest(final):
         return final / "src", final / "runtime", key, True
     pristine = sources.obtain_source(spec.source, mirror=paths.mirror(mirror), cache=paths.cache).path
     # the staged tree holds no link that leads out of it: apply_series leaves out the pristine
@@ -807,7 +853,7 @@ def stage_source(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None,
         (tmp / COMPLETE).write_text(json.dumps({"name": spec.name, "key": key,
                                                 "patches": [p.path.name for p in series],
                                                 "links_out": [rel for rel, _said in links_out]}) + "\n")
-        verify.write_manifest(tmp)  # checked before every run (pyrepro.verify)
+        verify.write_manifest(tmp, at=verify.manifest_path(final))  # checked before every run (pyrepro.verify)
         sources.make_read_only(tmp)
         _commit_dir(tmp, final)
     except BaseException:
@@ -1098,6 +1144,10 @@ def _sweep(paths: Paths, doomed: Any, dry_run: bool) -> list[Path]:
                     shutil.rmtree(p, ignore_errors=True)
                 else:
                     p.unlink(missing_ok=True)
+                if sub in ("envs", "staged"):  # its manifest and stat index go with it
+                    m = verify.manifest_path(p)
+                    for f in (m, m.with_name(m.stem + ".stat.json")):
+                        f.unlink(missing_ok=True)
     return removed
 
 

@@ -53,12 +53,17 @@ def main(argv: list[str] | None = None) -> int:
     JSON_STATE.update(active="--json" in args, result=None, emitted=False)
     _terminate_cleanly()
     failure: dict[str, Any] | None = None
+    _INTERRUPTED.clear()
     try:
         try:
-            app(args=argv, standalone_mode=False)
+            returned = app(args=argv, standalone_mode=False)
         finally:
             close_progress()  # before any error message: it must not land in a spinner line
-        code = 0
+        # typer turns Ctrl-C and SIGTERM (a KeyboardInterrupt) into a returned 130, not an
+        # exception: an interrupted command must never end as a success
+        if _INTERRUPTED or returned == 130:
+            raise KeyboardInterrupt(_INTERRUPTED[-1] if _INTERRUPTED else "interrupted")
+        code = returned if isinstance(returned, int) and not isinstance(returned, bool) else 0
     except PyreproError as exc:
         if _state["verbose"] >= 2:
             logging.exception("traceback")
@@ -119,9 +124,16 @@ def _terminate_cleanly() -> None:
         return
 
     def handler(signum: int, frame: object) -> None:
+        _INTERRUPTED.append(f"signal {signum}")
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+#: The signals that interrupted the command (SIGINT, SIGTERM), whatever caught the
+#: KeyboardInterrupt they raised on the way out.
+_INTERRUPTED: list[str] = []
 
 
 INPUT_ERROR = 3

@@ -45,6 +45,20 @@ def error_json(exc: BaseException, code: int) -> dict[str, Any]:
             "location": location}
 
 
+NO_SANDBOX_HELP = ("Run foreign code (the submission's scripts, sdist builds) without the sandbox; the record "
+                   "says so. Only for code you trust, or where bubblewrap cannot run")
+
+
+def sandbox_flag(no_sandbox: bool) -> None:
+    """``--no-sandbox``: the decision is ``pyrepro.sandbox``'s, which reads ``PYREPRO_SANDBOX``."""
+    if no_sandbox:
+        import os
+
+        from pyrepro.sandbox import SETTING
+
+        os.environ[SETTING] = "off"
+
+
 def warn(msg: str) -> None:
     typer.echo(f"warning: {msg}", err=True)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from pyrepro.cli._common import CliProgress, emit_json, table, warn
+from pyrepro.cli._common import NO_SANDBOX_HELP, CliProgress, emit_json, sandbox_flag, table, warn
 
 
 def register(app: typer.Typer) -> None:
@@ -27,9 +27,11 @@ def register(app: typer.Typer) -> None:
         pdm_first: bool = typer.Option(False, "--pdm", help="Lock with pdm for every target first (slower); "
                                                             "by default a lock is uv's resolution for this machine "
                                                             "first, pdm where uv cannot answer"),
+        no_sandbox: bool = typer.Option(False, "--no-sandbox", help=NO_SANDBOX_HELP),
         as_json: bool = typer.Option(False, "--json", help="The record as JSON"),
     ) -> None:
         """init -> lock -> build -> import check (-> test run): a verified environment, no human step."""
+        sandbox_flag(no_sandbox)
         from pyrepro import reproduce as rep
         from pyrepro.paths import Paths
 

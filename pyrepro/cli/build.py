@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from pyrepro.cli._common import Backend, CliProgress, DataKind, emit_json, table
+from pyrepro.cli._common import NO_SANDBOX_HELP, Backend, CliProgress, DataKind, emit_json, sandbox_flag, table
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -23,9 +23,11 @@ def register(app: typer.Typer) -> None:
         names: list[str] = typer.Argument(..., help="Models to build"),
         backend_: Backend = typer.Option(Backend.local, "--backend", help="Where to build"),
         mirror: Path = typer.Option(None, "--mirror", help="Folder holding the pinned upstream repository"),
+        no_sandbox: bool = typer.Option(False, "--no-sandbox", help=NO_SANDBOX_HELP),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
     ) -> None:
         """Build models: a hash-checked environment from pdm.lock plus the patched source."""
+        sandbox_flag(no_sandbox)
         backend = backend_.value
         from pyrepro.backends import local, nix
         from pyrepro.errors import UsageError
@@ -78,9 +80,11 @@ def register(app: typer.Typer) -> None:
     @app.command("check-imports")
     def check_imports_cmd(
         name: str = typer.Argument(..., help="Model"),
+        no_sandbox: bool = typer.Option(False, "--no-sandbox", help=NO_SANDBOX_HELP),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
     ) -> None:
         """Import every module the scan found, and every module of the model's distributions, in its environment."""
+        sandbox_flag(no_sandbox)
         from pyrepro import repair, run
         from pyrepro.backends import local
         from pyrepro.errors import BuildError
@@ -132,11 +136,13 @@ def register(app: typer.Typer) -> None:
         gpu: bool = typer.Option(False, "--gpu", help="Use the host's NVIDIA driver when found"),
         mirror: Path = typer.Option(None, "--mirror", help="Folder holding the pinned upstream repository"),
         timeout: float = typer.Option(None, "--timeout", help="Minutes per model run"),
+        no_sandbox: bool = typer.Option(False, "--no-sandbox", help=NO_SANDBOX_HELP),
         draft: bool = typer.Option(False, "--draft", help="Also run unreviewed drafts (draft = true in model.toml, "
                                    "as 'pyrepro init' writes them): their code and pins nobody has reviewed"),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable output"),
     ) -> None:
         """Run a model or every model of a benchmark, record provenance and give a verdict."""
+        sandbox_flag(no_sandbox)
         backend, data = backend_.value, data_.value
         from pyrepro import run
         from pyrepro.errors import RunError, UsageError

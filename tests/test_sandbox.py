@@ -371,3 +371,24 @@ def test_check_imports__verified_before_anything_runs__then_probed_in_the_sandbo
     with pytest.raises(IntegrityError, match="evil.pth"):
         run.check_imports(spec, built, modules=["six"], runner=runner)
     assert seen == []
+
+
+@pytest.mark.parametrize("argv, target", [
+    (["build", "cfid"], "pyrepro.backends.local.build"),
+    (["check-imports", "cfid"], "pyrepro.backends.local.build"),
+    (["run", "cfid", "--test"], "pyrepro.run.run_many"),
+    (["reproduce", "."], "pyrepro.reproduce.reproduce"),
+])
+def test_cli__no_sandbox_flag__the_decision_is_off_for_that_command(
+        argv: list[str], target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyrepro.errors import PyreproError
+
+    seen: list[str] = []
+
+    def stop(*a: Any, **kw: Any) -> Any:
+        seen.append(sandbox.choose().kind)
+        raise PyreproError("stopped here")
+
+    monkeypatch.setattr(target, stop)
+    assert main([*argv, "--no-sandbox"]) == 1
+    assert seen == ["none"]

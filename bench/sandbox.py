@@ -33,13 +33,16 @@ from pyrepro.registry import load_registry  # noqa: E402
 
 
 def _run(model: str, sandboxed: bool) -> tuple[float, dict]:
-    argv = [sys.executable, "-m", "pyrepro", "run", model, "--test", "--json"]
+    argv = [str(Path(sys.executable).parent / "pyrepro"), "run", model, "--test", "--json"]
     if not sandboxed:
         argv.insert(-1, "--no-sandbox")
     t0 = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     wall = time.monotonic() - t0
-    doc = json.loads(done.stdout)
+    try:
+        doc = json.loads(done.stdout)
+    except ValueError:
+        raise SystemExit(f"{model}: no JSON from {' '.join(argv)} (exit {done.returncode}): {done.stderr[-500:]}")
     if not doc["ok"]:
         raise SystemExit(f"{model}: the test run failed ({'sandbox' if sandboxed else 'no sandbox'}): {doc['error']}")
     return wall, doc["result"][0]

@@ -59,12 +59,18 @@ def _stat_path(manifest: Path) -> Path:
 
 
 def _entries(root: Path) -> dict[str, os.stat_result]:
-    """Every file and link under ``root`` (not followed), by path relative to it."""
+    """Every file and link under ``root`` (links not followed), by path relative to it."""
     out: dict[str, os.stat_result] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for n in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
-            p = os.path.join(dirpath, n)
-            out[os.path.relpath(p, root)] = os.lstat(p)
+    stack = [(str(root), "")]
+    while stack:
+        folder, prefix = stack.pop()
+        with os.scandir(folder) as it:
+            for e in it:
+                rel = prefix + e.name
+                if e.is_dir(follow_symlinks=False):
+                    stack.append((e.path, rel + "/"))
+                else:
+                    out[rel] = e.stat(follow_symlinks=False)
     return out
 
 

@@ -92,7 +92,7 @@ def _read_json(p: Path) -> dict[str, Any] | None:
 
 SUMMARY = "last-run.json"
 _RUN_KEYS = ("benchmark", "test", "started", "seconds", "exit_code", "error", "stage", "source", "lock", "patches",
-             "environment", "gpu", "data", "source_protection", "seeds", "outputs", "verdict")
+             "environment", "gpu", "data", "source_protection", "sandbox", "seeds", "outputs", "verdict")
 
 
 _TMP_PATH = re.compile(r"/tmp/[^\s'\"]+")

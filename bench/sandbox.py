@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pyrepro import verify  # noqa: E402
+from pyrepro import sandbox, verify  # noqa: E402
 from pyrepro.backends import local  # noqa: E402
 from pyrepro.paths import Paths  # noqa: E402
 from pyrepro.registry import load_registry  # noqa: E402
@@ -84,10 +84,20 @@ def main(argv: list[str]) -> int:
         rows.append(row)
         print(f"{model:18} {b:9.2f} {p:8.2f} {row['overhead_pct']:7.1f}% {row['verify_in_run_s']:8.3f} "
               f"{row['env_bytes'] / 1e9:7.2f} {cold.files:7d} {cold.seconds:7.2f} {warm.seconds:7.3f}", flush=True)
+    # the sandbox's own start: bwrap with the run's mounts around /bin/true, against /bin/true
+    box = sandbox.choose()
+    starts = {}
+    for label, argv in (("bwrap", box.wrap(["/bin/true"], sandbox.Mounts())), ("plain", ["/bin/true"])):
+        t0 = time.monotonic()
+        for _ in range(20):
+            subprocess.run(argv, check=True)
+        starts[label] = (time.monotonic() - t0) / 20
+    print(f"bwrap start: {starts['bwrap'] * 1000:.1f} ms (a plain start: {starts['plain'] * 1000:.1f} ms)")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"date": dt.date.today().isoformat(), "machine": {
-            "cpus": os.cpu_count(), "python": platform.python_version()}, "repeat": args.repeat, "models": rows},
+            "cpus": os.cpu_count(), "python": platform.python_version()}, "repeat": args.repeat,
+            "start_s": starts, "load": os.getloadavg(), "models": rows},
             indent=2) + "\n")
     return 0
 

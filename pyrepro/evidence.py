@@ -39,6 +39,7 @@ from pyrepro.interpreters import (  # noqa: F401 (re-exported)
     settled_pythons,
     version_key,
 )
+from pyrepro.scan import matbench_discovery, pep723
 from pyrepro.scan.metadata import README_NAMES, is_conda_environment, readme_commands
 from pyrepro.scan.shell import is_dockerfile, logical_lines
 from pyrepro.types import Location
@@ -120,6 +121,23 @@ def python_evidence(folder: Path, *, python2: Sequence[Location] = ()) -> tuple[
                 m = re.match(rf"^\s*-?\s*python\s*(?:==?|~=)?\s*{_VERSION}", line)
                 if m:
                     found.append(Evidence(_mm(m.group(1), m.group(2)), "pin", Location(rel, n), line.strip()))
+        elif name.endswith((".yml", ".yaml")):
+            # MatBench Discovery's model file: environment.python_version, what `uv run --python` is given
+            stated = matbench_discovery.python_statement("\n".join(_lines(p)))
+            if stated is not None and (m := re.match(rf"^v?{_VERSION}$", stated[0])):
+                found.append(Evidence(_mm(m.group(1), m.group(2)), "pin", Location(rel, stated[1]),
+                                      f"python_version: {stated[0]}"))
+        elif name.endswith(".py") and name != "setup.py":
+            # PEP 723 inline script metadata: `# requires-python = ">=3.12,<3.13"` (a pin or a range)
+            try:
+                data = p.read_bytes()
+            except OSError:
+                continue
+            text = decode_text(data) if pep723.MARKER.encode() in data else ""
+            if text and (rp := pep723.requires_python(text)) is not None:
+                e = _requires_python(f"requires-python = '{rp[0]}'", Location(rel, rp[1]))
+                if e is not None:
+                    found.append(replace(e, text=f"# /// script requires-python = {rp[0]!r}"))
         elif name.startswith("requirements") and name.endswith(".txt"):
             # a conda list (`conda list --export`: python=3.6.8=h0371630_0) or a pip line python==3.7
             for n, line in enumerate(_lines(p), 1):
@@ -458,7 +476,8 @@ class DateChoice:
 
 def stated_date(folder: Path) -> tuple[dt.date | None, str]:
     """The date the submission's metadata states (``metadata.json`` ``date_submitted``, MM-DD-YYYY
-    or ISO; ``info.json`` ``date``; a model-metadata YAML's ``date_added``), with where it was read."""
+    or ISO; ``info.json`` ``date``; a model-metadata YAML's ``date_added`` or ``dates.benchmark_added``,
+    else its paper's day: ``YAML_DATE_KEYS``), with where it was read."""
     for fname, key in (("metadata.json", "date_submitted"), ("info.json", "date")):
         p = Path(folder) / fname
         try:
@@ -478,8 +497,13 @@ def stated_date(folder: Path) -> tuple[dt.date | None, str]:
     return _yaml_date(Path(folder))
 
 
-# model-metadata YAML keys that state when the submission was made, strongest first
-YAML_DATE_KEYS = ("date_added", "date_submitted", "date")
+# model-metadata YAML keys that state when the submission was made, strongest first: the day the
+# model was added to the benchmark (MatBench Discovery: ``date_added``, and ``dates.benchmark_added``
+# since its 2026 schema), then the day its paper was published (``date_published``,
+# ``dates.paper_published``), weaker: the code the benchmark ran may be newer or older than the paper
+YAML_DATE_KEYS = ("date_added", "dates.benchmark_added", "date_submitted", "date", "date_published",
+                  "dates.paper_published")
+PAPER_DATE_KEYS = frozenset({"date_published", "dates.paper_published"})
 
 
 def _yaml_date(folder: Path) -> tuple[dt.date | None, str]:
@@ -500,15 +524,19 @@ def _yaml_date(folder: Path) -> tuple[dt.date | None, str]:
             continue
         if parser_for(p.name) is not parse_any_yml or is_conda_environment(text):
             continue  # a conda environment file states no date
-        top = yaml_top(text, set(YAML_DATE_KEYS))
+        top = yaml_top(text, {k.split(".")[0] for k in YAML_DATE_KEYS})
         for key in YAML_DATE_KEYS:
-            raw = top.get(key)
+            raw: object = top
+            for part in key.split("."):  # dates.benchmark_added: a key of the top-level dates mapping
+                raw = next((v for k, v in raw.items() if str(k) == part), None) if isinstance(raw, dict) else None
             if isinstance(raw, str):
                 try:
-                    found.append((dt.date.fromisoformat(raw.strip()[:10]), f"{p.name} {key}: {raw.strip()}"))
-                    break
+                    day = dt.date.fromisoformat(raw.strip()[:10])
                 except ValueError:
                     continue
+                weaker = " (the paper's day: the file states no day the model was added)" if key in PAPER_DATE_KEYS else ""
+                found.append((day, f"{p.name} {key}: {raw.strip()}{weaker}"))
+                break
     if not found:
         return None, ""
     day, why = max(found)

@@ -282,6 +282,10 @@ def draft_model_toml(folder: Path, name: str, python: str | Decisions, scan: Sca
     notes += [f"{m.group(1)} puts {m.group(2)} on sys.path, outside the folder: {i.module} may come from there; "
               "pin that code as an extra source" for i in scan.guesses
               if (m := re.search(r"; (\S+) puts (.+?) on sys\.path before it, outside this folder", i.note or ""))]
+    # a second package source the submission names (find_links, --extra-index-url) is refused, never lost
+    notes += [f"{s.option} {s.url} ({s.path}{':' + str(s.line) if s.line else ''}): a package source besides PyPI, "
+              "not used; what only it serves (a +cu121 build, a wheel PyPI lacks) comes from PyPI instead: review "
+              "those packages in the lock" for s in scan.package_sources]
     if notes:
         doc["notes"] = "; ".join(notes)
     src = tomlkit.table()

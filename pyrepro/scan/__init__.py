@@ -43,7 +43,7 @@ from typing import Any
 from pyrepro.errors import NotFoundError
 from pyrepro.fsutil import decode_text, link_out
 from pyrepro.resolve import Resolution, Resolver, api_eras
-from pyrepro.scan import apiuse, fastpy, notebook, shell
+from pyrepro.scan import apiuse, fastpy, notebook, pep723, shell
 from pyrepro.scan import metadata as meta
 from pyrepro.scan import python as pysrc
 from pyrepro.scan.stdlib import (
@@ -58,7 +58,7 @@ from pyrepro.types import Location
 SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules", ".venv", "venv", ".tox", ".mypy_cache"}
 MAX_BYTES = 20_000_000
 # Bump when extraction changes what it returns: the per-file cache is keyed by it.
-EXTRACT_VERSION = "12"
+EXTRACT_VERSION = "13"
 SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch", ".job", ".pbs")
 PARALLEL_MIN_BYTES = 2_000_000  # below this, worker start-up costs more than it saves
 FAST_MIN_BYTES = 2_000_000  # from this much Python on, the fast reader (fastpy) is used unless thorough
@@ -130,6 +130,7 @@ class FileFacts:
     declared: tuple[meta.Declared, ...] = ()
     warnings: tuple[Warning_, ...] = ()
     unreadable: tuple[Warning_, ...] = ()  # a declaration file that could not be read at all, and why
+    sources: tuple[meta.PackageSource, ...] = ()  # package sources besides PyPI it names (refused)
     python2: tuple[Warning_, ...] = ()
     python3: tuple[Warning_, ...] = ()  # the first Python-3-only syntax of a file without Python 2 evidence
     api_uses: tuple[tuple[str, Location], ...] = ()  # (``[api_eras]`` name, where it is used)
@@ -239,6 +240,8 @@ class ScanResult:
     stdlib_uses: tuple[StdlibUse, ...] = ()
     unreadable: tuple[Warning_, ...] = ()  # declaration files not read at all (broken JSON/TOML), with where
     api_uses: tuple[ApiUse, ...] = ()  # uses of APIs a later series removed (tf.placeholder)
+    # package sources besides PyPI the declarations name (find_links, --extra-index-url): refused
+    package_sources: tuple[meta.PackageSource, ...] = ()
 
     @property
     def local_modules(self) -> tuple[str, ...]:
@@ -322,6 +325,8 @@ class ScanResult:
         if self.unreadable:  # only when there is one: the contract's other keys are always there
             out["unreadable_declarations"] = [{"location": w.location.to_json(), "message": w.message}
                                               for w in self.unreadable]
+        if self.package_sources:  # likewise: only when a declaration names one
+            out["package_sources"] = [s.to_json() for s in self.package_sources]
         return out
 
 
@@ -435,7 +440,8 @@ def _code_payload(parsed: pysrc.Parsed, cell: int | None, out: dict[str, list[An
 
 def _empty_payload() -> dict[str, Any]:
     return {"imports": [], "commands": [], "warnings": [], "python2": [], "python3": [], "syspath": [],
-            "entry_points": [], "script": False, "lines": 0, "code": False, "commented_installs": [], "api_uses": []}
+            "entry_points": [], "script": False, "lines": 0, "code": False, "commented_installs": [], "api_uses": [],
+            "script_metadata": None}
 
 
 # Syntax that Python 2 cannot parse, found line by line (the fast reader parses only what can hold
@@ -502,6 +508,8 @@ def extract_bytes(kind: str, data: bytes, thorough: bool = False) -> dict[str, A
         if enc_warn:
             out["warnings"].append([1, None, enc_warn])
         out["lines"] = _count_lines(text)
+        if pep723.MARKER in text:  # PEP 723 inline script metadata (`# /// script`): declarations
+            out["script_metadata"] = pep723.extract(text)
         parsed = pysrc.parse_code(text) if thorough else fastpy.parse_fast(text)
         out["script"] = parsed.main_guard
         _code_payload(parsed, None, out)
@@ -561,8 +569,15 @@ def _facts(src: SourceFile, payload: dict[str, Any]) -> FileFacts:
         ds, ws = meta.pip_install_requirements(tuple(argv), rel, line, cell)
         declared.extend(dataclasses.replace(d, commented=True) for d in ds)
         warnings.extend(Warning_(loc(wline, cell), msg) for _p, wline, msg in ws)
+    script_meta = meta.MetaScan((), ())
+    if payload.get("script_metadata"):  # a `# /// script` block (PEP 723)
+        script_meta = pep723.declarations(payload["script_metadata"], rel)
+        declared.extend(script_meta.declared)
+        warnings.extend(Warning_(loc(line, None), msg) for _p, line, msg in script_meta.warnings)
     return FileFacts(
         source=src, imports=imports, commands=commands, declared=tuple(declared), warnings=tuple(warnings),
+        unreadable=tuple(Warning_(loc(line, None), msg) for _p, line, msg in script_meta.warnings[:1])
+        if script_meta.unreadable else (), sources=script_meta.sources,
         python2=tuple(Warning_(loc(line, cell), msg) for line, cell, msg in payload["python2"]),
         python3=tuple(Warning_(loc(line, cell), msg) for line, cell, msg in payload.get("python3", ())),
         api_uses=tuple((name, loc(line, cell)) for name, line, cell in payload.get("api_uses", ())),
@@ -713,7 +728,7 @@ def extract(walked: Walked, *, cache: Path | None = None, jobs: int | None = Non
             more, inc_ws = _includes(src, ms.includes, walked.base, included)
             pending.extendleft(reversed(more))
             facts.append(FileFacts(src, declared=ms.declared, warnings=ws + inc_ws,
-                                   unreadable=ws[:1] if ms.unreadable else ()))
+                                   unreadable=ws[:1] if ms.unreadable else (), sources=ms.sources))
             continue
         if src.kind == "shell" and not shell.is_shell_file(src.path.name, data[:200]):
             facts.append(FileFacts(src))
@@ -1387,7 +1402,8 @@ def scan_path(root: Path, *, python: str = "3.11", pyenv: Sequence[Path] = (),
                         warnings=tuple(warnings), python2_evidence=classified.python2,
                         python3_evidence=classified.python3, files=classified.files,
                         lines=classified.lines, local=local, stdlib_uses=classified.stdlib_uses,
-                        unreadable=classified.unreadable, api_uses=classified.api_uses)
+                        unreadable=classified.unreadable, api_uses=classified.api_uses,
+                        package_sources=tuple(s for f in facts for s in f.sources))
     if index is not None:
         _write_index(index, result)
     return result

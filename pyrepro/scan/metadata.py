@@ -10,7 +10,10 @@
   the ``pip:`` sub-list; conda system packages (the [conda_system] table: python, cudatoolkit, lib*) are left out;
 * model-metadata YAML (Matbench Discovery's ``<model>.yml``, ``metadata.yml``; any ``.yml``/``.yaml``
   not named for a conda environment): the top-level ``requirements`` like info.json's; a conda
-  recipe's (``meta.yaml``) only ``requirements.run``;
+  recipe's (``meta.yaml``) only ``requirements.run``; MatBench Discovery's 2026 schema (an
+  ``environment:`` block) is read by ``pyrepro.scan.matbench_discovery`` (``parse_any_yml``);
+* package sources besides PyPI (``--extra-index-url``/``--find-links`` lines): ``PackageSource``,
+  refused with a warning, never silently dropped;
 * ``requirements.txt``: PEP 508 lines; ``-e git+...#egg=x`` and ``x @ file:///...`` entries
   are kept by name with a warning that they are not installable as written; a direct reference
   (``direct_reference``) is never a PyPI name: init makes it a note, the submission's own code or
@@ -69,6 +72,29 @@ class Declared:
 
 
 @dataclass(frozen=True)
+class PackageSource:
+    """A package source besides PyPI that a declaration names: MatBench Discovery's ``find_links``
+    and ``extra_index_urls``, uv's index settings in a PEP 723 block, a requirements file's
+    ``--find-links``/``--extra-index-url`` line. pyrepro locks and builds from PyPI alone (hashes,
+    the date bound), so such a source is refused: a warning with its file and line, the scan's
+    ``package_sources``, and a note in the draft model.toml; never silently dropped."""
+
+    option: str  # as the file spells it: find_links, extra_index_urls, --extra-index-url, tool.uv find-links, ...
+    url: str
+    path: str
+    line: int | None
+
+    def message(self) -> str:
+        return (f"{self.option} {self.url[:100]}: a package source besides PyPI; not used (pyrepro locks from PyPI "
+                "alone, with hashes and the date bound): what only it serves comes from PyPI instead (a +cu121 "
+                "build as PyPI's release, a wheel PyPI lacks built from the sdist); review those packages in the lock")
+
+    def to_json(self) -> dict[str, object]:
+        return {"option": self.option, "url": self.url, "location": {"path": self.path, "line": self.line,
+                                                                     "cell": None}}
+
+
+@dataclass(frozen=True)
 class MetaScan:
     declared: tuple[Declared, ...]
     warnings: tuple[tuple[str, int | None, str], ...]  # (path, line, message)
@@ -76,6 +102,7 @@ class MetaScan:
     # (line, path as written) of the other requirements files it includes (``-r base.txt``): pip
     # reads them relative to this file's folder, and so does the scan (``pyrepro.scan.extract``)
     includes: tuple[tuple[int, str], ...] = ()
+    sources: tuple[PackageSource, ...] = ()  # package sources besides PyPI it names (refused, each with a warning)
 
 
 def _line_of(text: str, needle: str) -> int | None:
@@ -901,6 +928,7 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
     conda_items: list[tuple[int, bool]] = []  # (line, carries a build string) of every conda entry
     pip_indent: int | None = None  # the indent of the "- pip:" line while in its sub-list
     includes: list[tuple[int, str]] = []
+    sources: list[PackageSource] = []
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].rstrip()
         if not line.strip():
@@ -938,6 +966,9 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
                 out.append(d)
         elif inc := _INCLUDE.match(item):  # `- -r requirements.txt`: conda runs pip beside this file
             includes.append((n, inc.group(1)))
+        elif (src := index_option(item, path, n)) is not None:  # `- --extra-index-url https://...`
+            sources.append(src)
+            warnings.append((path, n, src.message()))
         elif (d := _req(item, path, n, warnings)):
             out.append(d)
     if system:
@@ -947,7 +978,7 @@ def parse_environment_yml(text: str, path: str) -> MetaScan:
                          f"compilers, build tools; the name table's [conda_system] says why each): "
                          f"{', '.join(names[:12])}{', ...' if len(names) > 12 else ''}; not read"))
     return MetaScan(tuple(_as_export(out, conda_items, path, warnings, "conda env export")), tuple(warnings),
-                    includes=tuple(includes))
+                    includes=tuple(includes), sources=tuple(sources))
 
 
 _CONDA_BUILT = re.compile(r"[^=\s]+=[^=\s]+=[^=\s]+")  # name=version=build
@@ -969,6 +1000,16 @@ def _as_export(out: list[Declared], conda_items: list[tuple[int, bool]], path: s
 
 
 _INCLUDE = re.compile(r"^(?:-r|--requirement)(?:\s*=\s*|\s+|(?=[^\s=]))(\S+)$")
+# pip's options that name a package source: a requirements line of their own, or a pip install argument
+_INDEX_OPTION = re.compile(r"^(-f|--find-links|-i|--index-url|--extra-index-url)(?:\s*=\s*|\s+|(?<=^-[fi])(?=[^\s=]))(\S+)$")
+_INDEX_OPTIONS = frozenset({"-f", "--find-links", "-i", "--index-url", "--extra-index-url"})
+
+
+def index_option(s: str, path: str, line: int | None) -> PackageSource | None:
+    """The package source of a ``--find-links URL``/``-f URL``/``--extra-index-url URL``/``-i URL``
+    line (requirements files, an environment file's ``pip:`` list), or None."""
+    m = _INDEX_OPTION.match(s.strip())
+    return PackageSource(m.group(1), m.group(2), path, line) if m else None
 
 
 def parse_requirements_txt(text: str, path: str) -> MetaScan:
@@ -977,6 +1018,7 @@ def parse_requirements_txt(text: str, path: str) -> MetaScan:
     conda_items: list[tuple[int, bool]] = []
     system: list[tuple[int, str]] = []
     includes: list[tuple[int, str]] = []
+    sources: list[PackageSource] = []
     # backslash continuations joined as pip joins them (pip-compile's `x==1.0 \` then `--hash=...`)
     for n, raw in logical_lines(text):
         s = raw.split(" #", 1)[0].strip()
@@ -984,6 +1026,10 @@ def parse_requirements_txt(text: str, path: str) -> MetaScan:
             continue
         if inc := _INCLUDE.match(s):
             includes.append((n, inc.group(1)))
+            continue
+        if (src := index_option(s, path, n)) is not None:
+            sources.append(src)
+            warnings.append((path, n, src.message()))
             continue
         if _CONDA_BUILT.fullmatch(s):  # `conda list --export`: name=version=build
             conda_items.append((n, True))
@@ -1000,7 +1046,7 @@ def parse_requirements_txt(text: str, path: str) -> MetaScan:
                          f"[conda_system] says why each): {', '.join(names[:12])}{', ...' if len(names) > 12 else ''}"
                          "; not read"))
     return MetaScan(tuple(_as_export(out, conda_items, path, warnings, "conda list --export")), tuple(warnings),
-                    includes=tuple(includes))
+                    includes=tuple(includes), sources=tuple(sources))
 
 
 def _dev_file(path: str) -> str | None:
@@ -1446,8 +1492,15 @@ def is_conda_environment(text: str) -> bool:
 
 def parse_any_yml(text: str, path: str) -> MetaScan:
     """A YAML file not named for an environment: a conda environment file by its content
-    (``is_conda_environment``), else model metadata."""
-    return parse_environment_yml(text, path) if is_conda_environment(text) else parse_metadata_yml(text, path)
+    (``is_conda_environment``), MatBench Discovery's model file (an ``environment:`` block:
+    ``pyrepro.scan.matbench_discovery``), else model metadata."""
+    from pyrepro.scan import matbench_discovery  # it reads requirements with this module's readers
+
+    if is_conda_environment(text):
+        return parse_environment_yml(text, path)
+    if matbench_discovery.is_model_file(text):
+        return matbench_discovery.parse_model_yml(text, path)
+    return parse_metadata_yml(text, path)
 
 
 _PIP_OPTS_WITH_VALUE = {"-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url",
@@ -1489,6 +1542,12 @@ def pip_install_requirements(argv: tuple[str, ...], path: str, line: int | None,
             if i + 1 < len(args):
                 warnings.append((path, line, f"pip install -r {args[i + 1]}: scan that requirements file too"))
             i += 2
+            continue
+        if a in _INDEX_OPTIONS or (a.startswith("--") and a.split("=", 1)[0] in _INDEX_OPTIONS):
+            src = index_option(a if "=" in a else f"{a} {args[i + 1] if i + 1 < len(args) else ''}", path, line)
+            if src is not None:  # `pip install torch-scatter -f https://data.pyg.org/...`: said, not used
+                warnings.append((path, line, f"pip install {src.message()}"))
+            i += 1 if "=" in a else 2
             continue
         if a in _PIP_OPTS_WITH_VALUE:
             i += 2

@@ -90,6 +90,24 @@ def resolve_benchmark(name: str) -> str:
     return BENCHMARK_ALIASES.get(name, name)
 
 
+def unknown_benchmark(name: str, known: Iterable[str], message: str) -> UsageError:
+    """The usage error for a benchmark name none of ``known`` is (``message`` says what was
+    asked), with the closest benchmark names and aliases as a hint: ``exfoliaton`` -> did you
+    mean exfoliation?"""
+    import difflib
+
+    names = set(known)
+    names |= {alias for alias, bench in BENCHMARK_ALIASES.items() if bench in names}
+    close: list[str] = []
+    for c in difflib.get_close_matches(name, sorted(names), n=6):  # closest first; an alias and its benchmark once
+        if resolve_benchmark(c) not in {resolve_benchmark(x) for x in close}:
+            close.append(c)
+    close = close[:3]
+    hint = (f"did you mean {' or '.join(close)}?" if close else
+            f"known benchmarks: {', '.join(sorted(names))}" if names else None)
+    return UsageError(message, hint=hint)
+
+
 def prepare_data(kind: str, paths: Paths, spec: ModelSpec, *, mirror: Path | None = None) -> DataSource:
     if kind == "fixture":
         fx = data_mod.write_fixture(paths.cache / "data" / f"fixture-v{data_mod.FIXTURE_VERSION}")
@@ -322,7 +340,8 @@ def run_model(spec: ModelSpec, paths: Paths, *, benchmark: str | None = None, te
               built: BuiltModel | None = None) -> RunRecord:
     bench = resolve_benchmark(benchmark or spec.default_benchmark)
     if bench not in spec.benchmarks:
-        raise UsageError(f"{spec.name} does not serve benchmark {bench!r}; it serves {', '.join(spec.benchmarks)}")
+        raise unknown_benchmark(bench, spec.benchmarks,
+                                f"{spec.name} does not serve benchmark {bench!r}; it serves {', '.join(spec.benchmarks)}")
     # the GPU decision comes first: a model that requires a GPU is refused before anything is
     # built (the same policy as the Nix wrapper, pyrepro/data/gpu-wrapper.sh)
     discovery = gpu.discover_driver()

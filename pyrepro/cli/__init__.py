@@ -21,6 +21,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # `-h` as `--help`, on the root and (click's contexts inherit it) on every command and group
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 _state = {"verbose": 0}

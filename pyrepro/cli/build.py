@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -13,6 +14,18 @@ from pyrepro.cli._common import NO_SANDBOX_HELP, Backend, CliProgress, DataKind,
 
 def _split(values: list[str] | None) -> list[str]:
     return [v for item in (values or []) for v in item.split(",") if v]
+
+
+def _whereabouts(r: Any) -> str:
+    """Where a run (a ``run.RunRecord``) left its files: ``record PATH; predictions PATH (N rows) |
+    no predictions written; logs DIR``."""
+    record, data = r.record_path, r.data
+    pred = data.get("predictions") or {}
+    rows = f" ({pred['rows']} rows)" if isinstance(pred.get("rows"), int) else f" ({pred['error']})" \
+        if pred.get("error") else ""
+    preds = f"predictions {record.parent / 'out' / pred['file']}{rows}" if pred.get("file") else \
+        "no predictions written"
+    return f"record {record}; {preds}; logs {record.parent / 'logs'}"
 
 
 def register(app: typer.Typer) -> None:
@@ -145,7 +158,7 @@ def register(app: typer.Typer) -> None:
         sandbox_flag(no_sandbox)
         backend, data = backend_.value, data_.value
         from pyrepro import run
-        from pyrepro.errors import RunError, UsageError
+        from pyrepro.errors import NotFoundError, RunError, UsageError
         from pyrepro.paths import Paths
         from pyrepro.registry import load_registry
 
@@ -153,6 +166,15 @@ def register(app: typer.Typer) -> None:
             raise UsageError("runs use the local backend here; a Nix build runs with 'nix run .#<name>'")
         paths = Paths.discover()
         reg = load_registry(paths.models)
+        if not reg.for_benchmark(run.resolve_benchmark(target)):
+            try:
+                reg.get(target)
+            except NotFoundError as exc:  # no model, no benchmark: a misspelt benchmark gets its suggestion
+                served = {b for s in reg for b in s.benchmarks}
+                err = run.unknown_benchmark(target, served, f"{target!r} is neither a model nor a benchmark")
+                if err.hint and err.hint.startswith("did you mean"):
+                    raise err from exc
+                raise
         bench, specs = run.select(reg, target, only=_split(only), exclude=_split(exclude))
         drafts = [s.name for s in specs if s.draft]
         if drafts and not draft:  # code nobody reviewed runs only when asked for by name
@@ -166,17 +188,25 @@ def register(app: typer.Typer) -> None:
         progress = CliProgress(enabled=not as_json)
         records = run.run_many(specs, paths, benchmark=bench or benchmark, test=test, data_kind=data, use_gpu=gpu,
                                mirror=mirror, progress=progress, timeout=timeout * 60 if timeout else None)
+        # one model stopped by an error: ``main`` says it (and its hint) on stderr, once
+        raised = records[0].cause if len(records) == 1 and records[0].cause is not None else None
         if as_json:
             emit_json([r.to_json() for r in records])
         else:
             rows = []
             for r in records:
                 v = r.verdict
+                # an error is said once, on stderr (below); the table points at it
                 rows.append([r.model, r.benchmark, str(r.data.get("exit_code", "-")), str(r.data.get("seconds", "-")),
-                             v.tier if v else "failed", (v.reason if v else (r.error or ""))[:90]])
+                             v.tier if v else "failed", (v.reason if v else "(the error below)" if r.error else "")[:90]])
             typer.echo(table(rows, ["model", "benchmark", "exit", "seconds", "verdict", "reason"]))
+            for r in records:  # where each run left its predictions, logs and record
+                if r.record_path and r.record_path.name == "record.json":
+                    typer.echo(f"{r.model}: {_whereabouts(r)}")
+            if records and records[0].data.get("data", {}).get("kind") == "fixture":
+                typer.echo("data: pyrepro fixture (offline); it proves executability, never a numerical result")
             for r in records:
-                if r.error:
+                if r.error and r.cause is not raised:
                     typer.echo(f"{r.model}: {r.error}", err=True)
                 elif not r.ok and r.record_path.name == "record.json":
                     tail = r.data.get("logs", {}).get("stderr_tail", "") if r.data.get("exit_code") else ""
@@ -184,14 +214,9 @@ def register(app: typer.Typer) -> None:
                         typer.echo(f"{r.model}: exit {r.data['exit_code']}; the end of its stderr:", err=True)
                         typer.echo("\n".join("  " + ln for ln in tail.splitlines()), err=True)
                     typer.echo(f"{r.model}: logs in {r.record_path.parent / 'logs'}", err=True)
-            for r in records:
-                if r.record_path and r.record_path.name == "record.json":
-                    typer.echo(f"{r.model}: record {r.record_path}")
-            if records and records[0].data.get("data", {}).get("kind") == "fixture":
-                typer.echo("data: pyrepro fixture (offline); it proves executability, never a numerical result")
         failed = [r.model for r in records if not r.ok]
-        if len(records) == 1 and records[0].cause is not None:
-            raise records[0].cause  # one model: its own error, exit code and hint (integrity 5, patch 10, ...)
+        if raised is not None:
+            raise raised  # one model: its own error, exit code and hint (integrity 5, patch 10, ...)
         for r in records:
             if r.cause is not None and r.cause.hint:
                 typer.echo(f"{r.model}: hint: {r.cause.hint}", err=True)
@@ -206,6 +231,8 @@ def register(app: typer.Typer) -> None:
                                         help="Do not update models/<name>/last-run.json from this machine's cache"),
         html: Path = typer.Option(None, "--html", help="Also write one self-contained HTML page: the status table "
                                   "and each model's dependency graph"),
+        check: bool = typer.Option(False, "--check", help="Write nothing; fail (exit 5, naming the lines) when the "
+                                   "report differs from what the committed records generate (the time aside)"),
     ) -> None:
         """Write docs/STATUS.md and docs/status.json from the registry, locks, patches and run summaries.
 
@@ -218,6 +245,10 @@ def register(app: typer.Typer) -> None:
         paths = Paths.discover()
         md = out or paths.root / "docs" / "STATUS.md"
         registry = load_registry(paths.models)
+        if check:  # the file is only ever generated: a hand edit, or a generator change not yet run, fails
+            report.check_report(registry, paths, md, md.with_name("status.json"))
+            typer.echo(f"{md} and {md.with_name('status.json')} are what `pyrepro report` generates")
+            return
         rep = report.write_report(registry, paths, md, md.with_name("status.json"), refresh=not no_refresh)
         if html is not None:
             from pyrepro import report_html

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -44,7 +45,12 @@ def register(app: typer.Typer) -> None:
         if as_json:
             emit_json(result.to_json())
         else:
-            rows = [[s.name, s.status, f"{s.seconds:.1f}", (s.detail if s.category is None
+            stop = result.stopped_at
+            # the error that stopped it is said once, on stderr, by ``pyrepro.cli.main`` ("error: ...",
+            # "hint: ..."): the table and the last line point at it instead of saying it again
+            said = _said_below(stop, result.error)
+            rows = [[s.name, s.status, f"{s.seconds:.1f}", ("(the error below)" if s is stop and said else
+                                                            s.detail if s.category is None
                                                             else f"[cat {s.category}] {s.detail}")[:110]]
                     for s in result.stages]
             typer.echo(table(rows, ["stage", "status", "seconds", "detail"]))
@@ -52,8 +58,20 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"python {result.python}: {result.python_reason or 'as model.toml says (no reason recorded)'}")
             for r in result.relaxed:
                 typer.echo(f"relaxed: {r}")
-            stop = result.stopped_at
             if stop is not None:
-                typer.echo(f"stopped at {stop.name}; next step: {stop.next_step}")
+                hinted = result.error is not None and stop.next_step == (result.error.hint or "")
+                typer.echo(f"stopped at {stop.name}" + ("" if hinted else f"; next step: {stop.next_step}"))
         if result.error is not None:
             raise result.error
+
+
+def _said_below(stop: Any, error: Any) -> bool:
+    """Whether the failed stage's detail is the error ``main`` prints (as written, or the gist a
+    table shows of a tool's long output): then the table does not repeat it. A detail that adds to
+    the error (the time budget ran out during it) stays."""
+    if stop is None or error is None:
+        return False
+    from pyrepro.reproduce import gist
+
+    text = str(error)
+    return stop.detail.strip() in (text.strip(), gist(text), gist(text).strip())

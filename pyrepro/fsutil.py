@@ -32,6 +32,33 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
+def append_line(path: Path, line: str) -> None:
+    """Append ``line`` (one line; its newline is added) to ``path`` as one whole line: one
+    ``write`` of the whole line to a file opened ``O_APPEND``, under ``flock`` (writers on other
+    hosts of a shared filesystem take turns too), then ``fsync``. Concurrent appenders never
+    interleave; a crash leaves at most a last line without its newline, which readers of such
+    logs skip (``pyrepro.batch.read_results``) and the next append ends first, so it never
+    swallows the next whole line."""
+    import fcntl
+
+    if "\n" in line:
+        raise ValueError("append_line: one line at a time")
+    data = (line + "\n").encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def file_sha256(path: Path) -> Any:
     """sha256 of a file read in 1 MiB blocks (environments hold files of hundreds of MB); the
     hash object, so callers choose hexdigest() or digest()."""

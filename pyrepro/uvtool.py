@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from pyrepro.errors import ExternalToolError, MissingToolError
 from pyrepro.interpreters import first_patch
 from pyrepro.pdmrun import build_tool_overrides
@@ -182,9 +184,19 @@ def ask(requirements: Sequence[str], python: str, bound: str | None, *, runner: 
                                        timeout=max(deadline - time.monotonic(), 1.0), extra=extra,
                                        interpreter=interpreter, package_bounds=package_bounds)
         if code != 0:
+            # a release whose metadata cannot be built here is not the answer to "does a set
+            # resolve": it is excluded and uv asked again, which takes another release of that
+            # package or says that none holds (dill 0.3.1.1's setup.py, tapas, corpus21 dev: the
+            # fully relaxed set was "unknown" and the lock stopped although it resolves)
+            unbuilt = [f"{canonicalize_name(n)}!={v}" for n, v in _UNBUILT.findall(text)
+                       if not _pinned_exactly(requirements, n, v)]
+            if unbuilt and not set(unbuilt) <= set(excluded) and code != -1 and deadline - time.monotonic() > 5:
+                excluded += [u for u in unbuilt if u not in excluded]
+                continue
             words = "\n".join(ln for ln in text.splitlines() if ln.strip()) or f"uv pip compile exited {code}"
             if excluded:
-                words += f"\n(with {', '.join(excluded)} excluded: their Requires-Python rules out CPython {python})"
+                words += (f"\n(with {', '.join(excluded)} excluded: their Requires-Python rules out CPython {python}, "
+                          "or their metadata could not be built)")
             return Answer(False, words, known=code != -1 and no_solution(text))
         versions = parse_compiled(out)
         if not versions:
@@ -195,6 +207,20 @@ def ask(requirements: Sequence[str], python: str, bound: str | None, *, runner: 
         excluded += unfit
     return Answer(False, f"uv kept choosing releases whose Requires-Python excludes CPython {python}: "
                          f"{', '.join(excluded)}")
+
+
+#: uv's words when the metadata of a release could not be built ("Failed to build `dill==0.3.1.1`")
+_UNBUILT = re.compile(r"Failed to (?:download and )?build `([A-Za-z0-9][A-Za-z0-9._-]*)==([^`\s]+)`")
+
+
+def _pinned_exactly(requirements: Sequence[str], name: str, version: str) -> bool:
+    """Whether ``requirements`` ask for exactly that release (then excluding it cannot help)."""
+    want = canonicalize_name(name)
+    for r in requirements:
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([^\s;,]+)\s*(?:;.*)?$", r)
+        if m and canonicalize_name(m.group(1)) == want and m.group(2) == version:
+            return True
+    return False
 
 
 #: uv's hint when an sdist's setup.py imports what its build requirements do not name

@@ -240,3 +240,34 @@ def test_step_one_asks_other_pythons_only_where_the_evidence_says_it_may_help() 
     assert all(py == "3.9" for _reqs, py in idx.asked)
     out = search(("tensorflow==2.3.0",), oracle=idx, pythons=("3.9", "3.8"), worth=lambda py: py == "3.8")
     assert out.python == "3.8" and out.relaxations == ()
+
+
+def test_a_requirement_the_index_lacks__named_by_the_resolver__dropped_in_one_query_same_outcome_unnamed() -> None:
+    """tapas (corpus21 dev): the submission's own package name is declared, and the index has no
+    release of it by the date; the fully relaxed set fails. When the resolver's words name it, it is
+    tried alone (one query: a known "no") instead of delta debugging over 24 requirements whose
+    subsets each take 25 s to resolve. The words only propose: with words that name nothing the
+    outcome is the same, found by delta debugging in more queries."""
+    outcomes = []
+    for words in ("names", "odd"):
+        idx = FakeIndex()
+        names = [f"pkg{i}" for i in range(12)]
+        for n in names:
+            idx.add(n, "1.0.0")
+            idx.add(n, "1.1.0")
+
+        def said(culprits, idx=idx, words=words):  # type: ignore[no-untyped-def]
+            if words == "odd":
+                return odd_words(culprits)
+            missing = [r for r, _py in idx.asked[-1:] for r in r if not idx.candidates(r.split("=")[0], "3.8")]
+            return "".join(f"  `-> Because there are no versions of {m} and you require {m}, ...\n" for m in missing)
+
+        idx.words = said
+        declared = (*[f"{n}==1.0.0" for n in names], "ownpkg")
+        out = search(declared, oracle=idx, pythons=("3.8",), imported=frozenset(names))
+        assert out.ok and "ownpkg" not in out.requirements
+        assert [(r.name, r.distance) for r in out.relaxations] == [("ownpkg", "dropped")]
+        outcomes.append((out.requirements, len(idx.asked)))
+    (named_reqs, named_queries), (odd_reqs, odd_queries) = outcomes
+    assert named_reqs == odd_reqs
+    assert named_queries < odd_queries

@@ -8,6 +8,8 @@
 
   # Outputs (per system):
   #   legacyPackages.models.<name>   every model of models/*/model.toml (nix/registry.nix)
+  #   legacyPackages.images.<name>   its OCI image (nix/image.nix: dockerTools.buildLayeredImage,
+  #                                  entry point the model's app; `nix build .#images.<name>`)
   #   packages.<name>, packages.pyrepro
   #   apps.exfoliation               `nix run .#exfoliation -- --test` runs every exfoliation model
   #   apps.<name>, apps.pyrepro
@@ -36,13 +38,15 @@
         pythonRemoveDeps = [ "pdm" "hishel" ];  # only `pyrepro lock` needs pdm; the checks do not
         doCheck = false;
       };
+      imagesFor = pkgs: models: builtins.mapAttrs
+        (name: pkg: import ./nix/image.nix { inherit pkgs registry; root = ./.; } name pkg) models;
       appsFor = pkgs: let models = modelsFor pkgs; in
         import ./nix/apps.nix { inherit pkgs registry models; }
         // builtins.mapAttrs (name: pkg: { type = "app"; program = "${pkg}/bin/${name}"; }) models
         // { pyrepro = { type = "app"; program = "${pyreproFor pkgs}/bin/pyrepro"; }; };
     in
     {
-      legacyPackages = forAll (pkgs: { models = modelsFor pkgs; });
+      legacyPackages = forAll (pkgs: let models = modelsFor pkgs; in { inherit models; images = imagesFor pkgs models; });
       packages = forAll (pkgs: modelsFor pkgs // { pyrepro = pyreproFor pkgs; });
       apps = forAll appsFor;
       devShells = forAll (pkgs: {

@@ -37,9 +37,9 @@ def _root(verbose: int = typer.Option(0, "--verbose", "-v", count=True,
 
 
 def _register_all() -> None:
-    from pyrepro.cli import batch, build, ci, data, doctor, graph, lock, patch, registry, reproduce, scan
+    from pyrepro.cli import batch, build, ci, data, doctor, export, graph, lock, patch, registry, reproduce, scan
 
-    for mod in (scan, registry, reproduce, batch, ci, lock, patch, data, build, graph, doctor):
+    for mod in (scan, registry, reproduce, batch, ci, lock, patch, data, build, export, graph, doctor):
         mod.register(app)
 
 

@@ -34,6 +34,9 @@ let
     coreutils = out "coreutils" { }; gnugrep = out "gnugrep" { }; gnused = out "gnused" { }; gawk = out "gawk" { };
     runtimeShell = "/stub/sh";
     zip = out "zip" { }; wget = out "wget" { }; git = out "git" { };
+    # what nix/image.nix uses (the image outputs)
+    writeTextDir = path: text: out "writeTextDir" { inherit path text; };
+    dockerTools.buildLayeredImage = out "buildLayeredImage";
     # what flake.nix uses for pyrepro itself and the dev shell
     python311 = out "python311" { }; pdm = out "pdm" { };
     mkShell = out "mkShell";

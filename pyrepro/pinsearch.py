@@ -350,17 +350,29 @@ def _search(declared: tuple[str, ...], cons: tuple[Constraint, ...], ask: _Asker
     drops: list[Relaxation] = []
     for _round in range(MAX_DROPS + 1):
         bare = tuple(c.ladder[-1][1] for c in live)
-        where = next((py for py in pythons if ask(bare, py).ok), None)
+        first_no = ask(bare, own)
+        if first_no.ok:
+            where = own
+            break
+        by_text = {c.ladder[-1][1]: c for c in live}
+        # a requirement the code never imports that fails alone on the submission's own Python is
+        # dropped before any other Python is asked (each query of a large set costs 10-30 s)
+        named = _named_culprit(live, first_no.text, ask, own) if first_no.known else []
+        unimported = [by_text[t] for t in named if imported is not None and by_text[t].name not in imported]
+        if unimported and len(drops) < MAX_DROPS:
+            for c in unimported:
+                live.remove(c)
+                drops.append(Relaxation(c.name, c.requirement, "", "dropped", "", "dropped", _said(first_no.text),
+                                        len(ask.log), c.evidence))
+            continue
+        where = next((py for py in pythons[1:] if ask(bare, py).ok), None)
         if where is not None:
             break
-        first_no = ask(bare, own)
         if not first_no.known:
             return Outcome(False, declared, own, tuple(drops), tuple(ask.log), culprits=(),
                            proof="the resolver could not answer for the fully relaxed set (every requirement by its "
                                  f"bare name) on CPython {own}: {_said(first_no.text)}")
-        by_text = {c.ladder[-1][1]: c for c in live}
-        culprit_reqs = _named_culprit(live, first_no.text, ask, own) or \
-            minimal_failing(list(bare), lambda sub: not ask(tuple(sub), own).ok)
+        culprit_reqs = named or minimal_failing(list(bare), lambda sub: not ask(tuple(sub), own).ok)
         culprits = [by_text[t] for t in culprit_reqs]
         droppable = [c for c in culprits if imported is not None and c.name not in imported]
         if not droppable or len(drops) >= MAX_DROPS:

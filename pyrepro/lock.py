@@ -814,8 +814,10 @@ def lock_request(req: LockRequest, *, runner: Runner = proc.run, progress: Progr
 
 #: why a lock was made from uv's resolution first (``lock_request``'s ``uv_first``)
 UV_FIRST_WHY = "uv first, within the reproduction's time budget"
-#: seconds one pin search may spend asking uv (its queries are budgeted too: pinsearch.DEFAULT_BUDGET)
-SEARCH_SECONDS = 150.0
+#: seconds one pin search may spend asking uv (its queries are budgeted too: pinsearch.DEFAULT_BUDGET).
+#: A large set of 2020 pins takes 10-30 s a query (tapas, corpus21 dev: 24 requirements, two
+#: releases whose metadata does not build), and a search cut short ends the lock: 300 s, not 150.
+SEARCH_SECONDS = 300.0
 
 
 def _culprit_bounds(sit: lockplan.Situation, move: lockplan.Search,

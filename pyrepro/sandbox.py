@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +77,6 @@ class Sandbox:
     kind: str
     program: str | None = None
     note: str = ""
-    extra: tuple[str, ...] = field(default=())
 
     @property
     def active(self) -> bool:
@@ -107,7 +106,7 @@ class Sandbox:
             out += ["--bind", str(p), str(p)]
         if cwd is not None:
             out += ["--chdir", str(cwd)]
-        out += ["--remount-ro", "/", *self.extra, "--", *[str(a) for a in argv]]
+        out += ["--remount-ro", "/", "--", *[str(a) for a in argv]]
         return out
 
 
@@ -180,7 +179,7 @@ def _works(program: str, runner: proc.Runner) -> bool:
             done = runner([program, "--unshare-all", "--die-with-parent", *system_args(), "--proc", "/proc",
                            "--dev", "/dev", "--", "true"], check=False, timeout=60)
             _PROBED[program] = done.returncode == 0
-        except Exception:  # noqa: BLE001 - any failure to start means no sandbox
+        except Exception:  # any failure to start means no sandbox
             _PROBED[program] = False
     return _PROBED[program]
 

@@ -177,6 +177,3 @@ def verify_env(env_dir: Path, *, rebuild_hint: str, use_index: bool = True) -> V
     """Check an environment against its manifest; IntegrityError names the first difference."""
     return _verify(env_dir, "environment", rebuild_hint, use_index=use_index)
 
-
-def site_packages(env_dir: Path) -> list[Path]:
-    return sorted(p for p in (env_dir / "lib").glob("python*/site-packages") if p.is_dir())
